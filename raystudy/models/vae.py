@@ -1,0 +1,58 @@
+"""The Gaussian-encoder / Bernoulli-decoder VAE shared by every objective.
+
+Kingma & Welling (2014): q(z|x) = N(mu(x), diag(exp(logvar(x)))), p(x|z) = Bernoulli(sigmoid(f(z))).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+
+def gaussian_kl(mu: torch.Tensor, logvar: torch.Tensor) -> torch.Tensor:
+    """Per-dimension KL(N(mu, exp(logvar)) || N(0, 1)) = 0.5 (mu^2 + var - logvar - 1)."""
+    return 0.5 * (mu.pow(2) + logvar.exp() - logvar - 1.0)
+
+
+def gaussian_kl_between(
+    mu1: torch.Tensor, logvar1: torch.Tensor, mu2: torch.Tensor, logvar2: torch.Tensor
+) -> torch.Tensor:
+    """Per-dimension KL(N1 || N2) of diagonal Gaussians.
+
+    0.5 (logvar2 - logvar1 + (var1 + (mu1 - mu2)^2) / var2 - 1).
+    """
+    return 0.5 * (logvar2 - logvar1 + (logvar1.exp() + (mu1 - mu2).pow(2)) / logvar2.exp() - 1.0)
+
+
+def bernoulli_nll(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Per-image negative log-likelihood of `target` under Bernoulli(sigmoid(logits)), in nats.
+
+    Summed over pixels and channels, as disentanglement_lib's `bernoulli_loss`.
+    """
+    nll = F.binary_cross_entropy_with_logits(logits, target, reduction="none")
+    return nll.flatten(1).sum(dim=1)
+
+
+class VAE(nn.Module):
+    """An encoder producing (mu, logvar) and a decoder producing pixel logits."""
+
+    def __init__(self, encoder: nn.Module, decoder: nn.Module, latent_dim: int) -> None:
+        super().__init__()
+        self.encoder = encoder
+        self.decoder = decoder
+        self.latent_dim = latent_dim
+
+    def encode(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.encoder(x)
+
+    def decode(self, z: torch.Tensor) -> torch.Tensor:
+        return self.decoder(z)
+
+    @staticmethod
+    def reparameterize(mu: torch.Tensor, logvar: torch.Tensor) -> torch.Tensor:
+        return mu + torch.randn_like(mu) * (0.5 * logvar).exp()
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        mu, logvar = self.encode(x)
+        return self.decode(self.reparameterize(mu, logvar)), mu, logvar
