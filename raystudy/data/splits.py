@@ -1,0 +1,428 @@
+"""Splits: which factor combinations the encoder trains on, and the probes' OOD scenarios.
+
+DESIGN.md section 4. A :class:`Split` holds one ``encoder`` set and named :class:`Scenario`
+s, each a probe-train and a probe-test set in some rendering domain. Every set is a selector
+(:mod:`raystudy.data.selectors`), so built-in splits and splits written in a study YAML take
+the same validated path. Roles name the sets: ``"encoder"``, ``"<scenario>/train"``,
+``"<scenario>/test"``.
+
+Sampling is uniform over a role's set (intersected with the dataset's feasible states), by
+vectorised rejection sampling inside the set's per-factor bounding box: for the usual sets,
+intersections of per-factor conditions, the box *is* the set and nothing is rejected.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from raystudy.data.base import GroundTruthDataset
+from raystudy.data.factors import FactorSpace, unknown_name_message
+from raystudy.data.selectors import (
+    Mask,
+    Selector,
+    SelectorError,
+    bounding_box,
+    compile_selector,
+)
+
+Rng = int | np.random.Generator
+
+# Acceptance of a role is estimated once, from this many draws with a fixed seed, so that
+# round sizes (and hence the random stream) never depend on call history.
+_ESTIMATE_DRAWS = 20_000
+_MAX_DRAWS = 20_000_000  # per sample() call: beyond this the set is too sparse to sample
+_MAX_ROUND = 1_000_000
+_MAX_PAIR_ROUNDS = 100
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One downstream transfer scenario: probes fit on ``train`` and are scored on ``test``,
+    both rendered in ``domain``; ``ood_factors`` are left out of the transfer score (the
+    factor the shift is in, e.g. ``hue`` for Dittadi et al. 2021's colour OOD)."""
+
+    name: str
+    train: Selector
+    test: Selector
+    domain: str = "sim"
+    ood_factors: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Role:
+    """A compiled set: its mask, bounding box and the tables that sample inside the box."""
+
+    selector: Selector
+    where: str
+    mask: Mask
+    counts: np.ndarray  # [K] allowed values per factor in the box
+    values: np.ndarray  # [K, max_size] allowed indices, left-aligned (padding is 0)
+    rank: np.ndarray  # [K, max_size] position of an index among the allowed ones, -1 if out
+
+    @classmethod
+    def build(cls, selector: Selector, space: FactorSpace, where: str) -> _Role:
+        mask = compile_selector(selector, space, where)
+        box = bounding_box(selector, space)
+        width = max(space.sizes)
+        values = np.zeros((space.num_factors, width), dtype=np.int64)
+        rank = np.full((space.num_factors, width), -1, dtype=np.int64)
+        for k, allowed in enumerate(box):
+            members = np.flatnonzero(allowed)
+            values[k, : members.size] = members
+            rank[k, members] = np.arange(members.size)
+        counts = np.array([int(a.sum()) for a in box], dtype=np.int64)
+        return cls(selector, where, mask, counts, values, rank)
+
+    def draw_in_box(self, n: int, gen: np.random.Generator) -> np.ndarray:
+        """``n`` combinations uniform over the bounding box, ``(n, K)`` int64."""
+        pos = gen.integers(0, self.counts, size=(n, self.counts.size))
+        return self.values[np.arange(self.counts.size), pos]
+
+
+class Split:
+    """An encoder set plus named probe scenarios over one dataset's factor space."""
+
+    def __init__(
+        self,
+        name: str,
+        encoder: Selector,
+        scenarios: Sequence[Scenario],
+        dataset: GroundTruthDataset,
+        where: str | None = None,
+    ) -> None:
+        where = where or f"split {name!r}"
+        self.name = name
+        self.dataset = dataset
+        self.encoder: Selector = encoder
+        space = dataset.factors
+        self._scenarios: dict[str, Scenario] = {}
+        self._roles: dict[str, _Role] = {"encoder": _Role.build(encoder, space, f"{where}.encoder")}
+        for scn in scenarios:
+            at = f"{where}.scenarios.{scn.name}"
+            _check_scenario(scn, dataset, at)
+            if scn.name in self._scenarios:
+                raise SelectorError(f"{at}: duplicate scenario name {scn.name!r}")
+            self._scenarios[scn.name] = scn
+            self._roles[f"{scn.name}/train"] = _Role.build(scn.train, space, f"{at}.train")
+            self._roles[f"{scn.name}/test"] = _Role.build(scn.test, space, f"{at}.test")
+        self._acceptance: dict[str, float] = {}
+
+    @property
+    def roles(self) -> list[str]:
+        return list(self._roles)
+
+    @property
+    def scenarios(self) -> dict[str, Scenario]:
+        return dict(self._scenarios)
+
+    def selector(self, role: str) -> Selector:
+        return self._role(role).selector
+
+    def mask(self, role: str, indices: np.ndarray) -> np.ndarray:
+        """Which rows of an ``(N, K)`` index array are in the role's set (and feasible)."""
+        self.dataset.factors.validate(indices)
+        return self._accept(self._role(role), np.asarray(indices))
+
+    def sample(self, role: str, n: int, rng: Rng) -> np.ndarray:
+        """``n`` combinations drawn uniformly from the role's set, ``(n, K)`` int64."""
+        return self._sample(role, n, _generator(rng))
+
+    def sample_pairs(self, role: str, n: int, k: int, rng: Rng) -> tuple[np.ndarray, np.ndarray]:
+        """Pairs for weak supervision (Locatello et al. 2020, "Weakly-Supervised
+        Disentanglement Without Compromises"): ``idx1`` uniform over the role's set, ``idx2``
+        equal to it except in exactly ``k`` factors, each changed to a different value.
+
+        The changed factors are drawn uniformly among those that take more than one value in
+        the role's set (e.g. the encoder set of ``dittadi_hues`` lets hue vary among the 8
+        training hues only), and both members of every pair lie in the set: rows whose
+        partner falls outside (possible only for sets that are not a per-factor box, or with
+        infeasible states) are redrawn.
+        """
+        gen = _generator(rng)
+        r = self._role(role)
+        varying = np.flatnonzero(r.counts > 1)
+        if not 1 <= k <= varying.size:
+            names = [self.dataset.factors.names[i] for i in varying]
+            raise ValueError(
+                f"split {self.name!r}, role {role!r}: cannot change k={k} factors; "
+                f"{varying.size} factors vary in this set: {names}"
+            )
+        first = self._sample(role, n, gen)
+        second = _change_factors(r, first, k, varying, gen)
+        bad = np.flatnonzero(~self._accept(r, second))
+        for _ in range(_MAX_PAIR_ROUNDS):
+            if bad.size == 0:
+                return first, second
+            first[bad] = self._sample(role, bad.size, gen)
+            second[bad] = _change_factors(r, first[bad], k, varying, gen)
+            bad = bad[~self._accept(r, second[bad])]
+        raise ValueError(
+            f"split {self.name!r}, role {role!r}: could not find pairs differing in {k} "
+            f"factor(s) with both members in the set after {_MAX_PAIR_ROUNDS} rounds"
+        )
+
+    def check_nonempty(self) -> None:
+        """Raise :class:`SelectorError`, naming the field, for a role that selects nothing."""
+        for role in self._roles:
+            self._acceptance_rate(role)
+
+    def __repr__(self) -> str:
+        return f"Split({self.name!r}, dataset={self.dataset.name!r}, roles={self.roles})"
+
+    # --- internals --------------------------------------------------------------------------
+
+    def _role(self, role: str) -> _Role:
+        try:
+            return self._roles[role]
+        except KeyError:
+            raise ValueError(
+                f"split {self.name!r}: " + unknown_name_message("role", role, self.roles)
+            ) from None
+
+    def _accept(self, r: _Role, idx: np.ndarray) -> np.ndarray:
+        feasible = self.dataset.feasible(idx).cpu().numpy()
+        return r.mask(idx) & feasible
+
+    def _acceptance_rate(self, role: str) -> float:
+        """Fraction of the bounding box in the set; SelectorError when it is (near) zero."""
+        if role not in self._acceptance:
+            r = self._role(role)
+            if (r.counts == 0).any():
+                empty = [self.dataset.factors.names[i] for i in np.flatnonzero(r.counts == 0)]
+                raise SelectorError(
+                    f"{r.where}: selects nothing (no allowed index for factor(s) {empty})"
+                )
+            probe = r.draw_in_box(_ESTIMATE_DRAWS, np.random.default_rng(0))
+            rate = float(self._accept(r, probe).mean())
+            if rate == 0.0:
+                raise SelectorError(
+                    f"{r.where}: selects nothing, or too little to sample: none of "
+                    f"{_ESTIMATE_DRAWS} uniform draws from its factor ranges is in the set"
+                )
+            self._acceptance[role] = rate
+        return self._acceptance[role]
+
+    def _sample(self, role: str, n: int, gen: np.random.Generator) -> np.ndarray:
+        if n < 0:
+            raise ValueError(f"cannot sample {n} combinations")
+        if n == 0:
+            return np.zeros((0, self.dataset.factors.num_factors), dtype=np.int64)
+        r = self._role(role)
+        rate = self._acceptance_rate(role)
+        kept: list[np.ndarray] = []
+        have = drawn = 0
+        while have < n:
+            if drawn >= _MAX_DRAWS:
+                raise ValueError(
+                    f"{r.where}: only {have} of {n} combinations found in {drawn} draws; "
+                    "the set is too sparse to sample by rejection"
+                )
+            # Draw ~10% more than the expected need, so one round usually suffices.
+            m = min(math.ceil((n - have) / rate * 1.1) + 16, _MAX_ROUND)
+            cand = r.draw_in_box(m, gen)
+            cand = cand[self._accept(r, cand)]
+            kept.append(cand)
+            have += cand.shape[0]
+            drawn += m
+        return np.concatenate(kept)[:n]
+
+
+def _change_factors(
+    r: _Role, first: np.ndarray, k: int, varying: np.ndarray, gen: np.random.Generator
+) -> np.ndarray:
+    """Copy of ``first`` with ``k`` distinct factors per row (from ``varying``) moved to
+    another value inside the role's bounding box, uniformly among the others."""
+    n = first.shape[0]
+    rows = np.arange(n)
+    # k distinct factors per row, uniformly: the k smallest of i.i.d. keys.
+    keys = gen.random((n, varying.size))
+    chosen = varying[np.argsort(keys, axis=1)[:, :k]]
+    second = first.copy()
+    for j in range(k):
+        col = chosen[:, j]
+        m = r.counts[col]
+        current = r.rank[col, first[rows, col]]
+        # A shift by 1..m-1 positions (mod m) is uniform over the m-1 other allowed values.
+        shifted = (current + gen.integers(1, m)) % m
+        second[rows, col] = r.values[col, shifted]
+    return second
+
+
+def _check_scenario(scn: Scenario, dataset: GroundTruthDataset, where: str) -> None:
+    if scn.domain not in dataset.domains:
+        raise SelectorError(
+            f"{where}.domain: dataset {dataset.name!r} has no domain {scn.domain!r}; "
+            f"allowed: {', '.join(dataset.domains)}"
+        )
+    for i, factor in enumerate(scn.ood_factors):
+        if factor not in dataset.factors.names:
+            raise SelectorError(
+                f"{where}.ood_factors[{i}]: "
+                + unknown_name_message("factor", factor, dataset.factors.names)
+            )
+
+
+def _generator(rng: Rng) -> np.random.Generator:
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if isinstance(rng, bool) or not isinstance(rng, int | np.integer):
+        raise TypeError(f"rng must be an int seed or a numpy Generator, got {rng!r}")
+    return np.random.default_rng(int(rng))
+
+
+# --- registry ------------------------------------------------------------------------------
+
+SplitFactory = Callable[[GroundTruthDataset], Split]
+SPLITS: dict[str, SplitFactory] = {}
+_REQUIRED_FACTORS: dict[str, tuple[str, ...]] = {}
+
+
+def register_split(
+    name: str, requires: tuple[str, ...] = ()
+) -> Callable[[SplitFactory], SplitFactory]:
+    """Decorator: make ``factory(dataset) -> Split`` available as ``get_split(name, ds)``;
+    ``requires`` names the factors the split needs, for a clear error on other datasets."""
+
+    def decorate(factory: SplitFactory) -> SplitFactory:
+        SPLITS[name] = factory
+        _REQUIRED_FACTORS[name] = tuple(requires)
+        return factory
+
+    return decorate
+
+
+def get_split(name: str, ds: GroundTruthDataset) -> Split:
+    """The built-in split ``name`` over dataset ``ds``."""
+    if name not in SPLITS:
+        raise ValueError(unknown_name_message("split", name, sorted(SPLITS)))
+    for factor in _REQUIRED_FACTORS[name]:
+        if factor not in ds.factors.names:
+            having = _datasets_with_factor(factor)
+            raise ValueError(
+                f"split {name!r} needs factor {factor!r}, which dataset {ds.name!r} lacks "
+                f"(its factors: {', '.join(ds.factors.names)}); datasets with {factor!r}: "
+                f"{', '.join(having) or 'none registered'}"
+            )
+    return SPLITS[name](ds)
+
+
+def _datasets_with_factor(factor: str) -> list[str]:
+    # Imported here: the registry module is a sibling; splits must work without it filled.
+    from raystudy.data.registry import DATASETS
+
+    names = []
+    for name, cls in sorted(DATASETS.items()):
+        try:
+            ds = cls()
+        except Exception:  # a dataset needing options or files cannot answer; skip it
+            continue
+        if factor in ds.factors.names:
+            names.append(name)
+    return names
+
+
+_SPEC_FIELDS = ("name", "encoder", "scenarios")
+_SCENARIO_FIELDS = ("train", "test", "domain", "ood_factors")
+
+
+def split_from_spec(spec: Mapping[str, Any], ds: GroundTruthDataset, where: str = "split") -> Split:
+    """A user-defined split from the study YAML::
+
+        {name: my_split, encoder: <selector>,
+         scenarios: {<name>: {train: <selector>, test: <selector>,
+                              domain: sim, ood_factors: [hue]}}}
+
+    Every selector is checked and every set must be non-empty; errors are
+    :class:`SelectorError` naming the field path under ``where``.
+    """
+    if not isinstance(spec, Mapping):
+        raise SelectorError(f"{where}: expected a mapping with {_SPEC_FIELDS}, got {spec!r}")
+    _reject_unknown_fields(spec, _SPEC_FIELDS, where)
+    name = spec.get("name", "custom")
+    raw_scenarios = spec.get("scenarios") or {}
+    if not isinstance(raw_scenarios, Mapping):
+        raise SelectorError(f"{where}.scenarios: expected a mapping of scenario name to fields")
+    scenarios = []
+    for scn_name, fields in raw_scenarios.items():
+        at = f"{where}.scenarios.{scn_name}"
+        if not isinstance(fields, Mapping):
+            raise SelectorError(f"{at}: expected a mapping with {_SCENARIO_FIELDS}")
+        _reject_unknown_fields(fields, _SCENARIO_FIELDS, at)
+        for required in ("train", "test"):
+            if required not in fields:
+                raise SelectorError(f"{at}.{required}: missing (a selector is required)")
+        ood = fields.get("ood_factors") or ()
+        if isinstance(ood, str) or not isinstance(ood, Sequence):
+            raise SelectorError(f"{at}.ood_factors: expected a list of factor names")
+        scenarios.append(
+            Scenario(
+                name=str(scn_name),
+                train=fields["train"],
+                test=fields["test"],
+                domain=fields.get("domain", "sim"),
+                ood_factors=tuple(ood),
+            )
+        )
+    split = Split(str(name), spec.get("encoder"), scenarios, ds, where=where)
+    split.check_nonempty()
+    return split
+
+
+def _reject_unknown_fields(fields: Mapping[str, Any], allowed: Sequence[str], where: str) -> None:
+    for key in fields:
+        if key not in allowed:
+            raise SelectorError(f"{where}: " + unknown_name_message("field", key, list(allowed)))
+
+
+# --- built-in splits -----------------------------------------------------------------------
+
+# Dittadi et al. (2021), "On the Transfer of Disentangled Representations in Realistic
+# Settings", section 4: the encoder never sees 4 of the 12 hues.
+DITTADI_HELD_OUT_HUES = (1, 4, 7, 10)
+DITTADI_TRAIN_HUES = tuple(h for h in range(12) if h not in DITTADI_HELD_OUT_HUES)
+
+
+@register_split("dittadi_hues", requires=("hue",))
+def dittadi_hues(ds: GroundTruthDataset) -> Split:
+    """Colour OOD. OOD1 (probe test inside the encoder's hues): A, fit on one hue and test on
+    the other seven; B, fit on the 4 highest and test on the 4 lowest (extrapolation);
+    C, fit on alternate hues, test on those between (interpolation). OOD2-A: fit on all 8
+    training hues, test on the 4 the encoder never saw."""
+    train = DITTADI_TRAIN_HUES
+
+    def scenario(name: str, fit: Sequence[int], test: Sequence[int]) -> Scenario:
+        return Scenario(name, {"hue": list(fit)}, {"hue": list(test)}, ood_factors=("hue",))
+
+    return Split(
+        "dittadi_hues",
+        encoder={"hue": list(train)},
+        scenarios=[
+            scenario("ood1_a", train[:1], train[1:]),
+            scenario("ood1_b", train[4:], train[:4]),
+            scenario("ood1_c", train[::2], train[1::2]),
+            scenario("ood2_a", train, DITTADI_HELD_OUT_HUES),
+        ],
+        dataset=ds,
+        where="splits.dittadi_hues",
+    )
+
+
+IID_PROBE_SET: dict[str, Any] = {"random": {"p": 0.8, "seed": 0}}
+
+
+@register_split("iid")
+def iid(ds: GroundTruthDataset) -> Split:
+    """No holdout: the encoder sees everything; probes fit on a fixed random 80% of the grid
+    and are tested on the other 20%."""
+    return Split(
+        "iid",
+        encoder=None,
+        scenarios=[Scenario("iid", IID_PROBE_SET, {"not": IID_PROBE_SET})],
+        dataset=ds,
+        where="splits.iid",
+    )
