@@ -1,0 +1,56 @@
+"""The registry of downstream probes: regressors from representations to factors.
+
+A probe is a class built as ``cls(seed=..., n_jobs=...)`` with ``fit(X, Y) -> self`` and
+``predict(X) -> (N, K)``, where X is (N, D) codes and Y is (N, K) targets in [0, 1]. A new
+probe is one module that decorates its class with :func:`register_probe` and is imported
+by ``raystudy/metrics/probes/__init__.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol, TypeVar
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+
+class Probe(Protocol):
+    """What :func:`raystudy.metrics.transfer.transfer` needs from a probe."""
+
+    def fit(self, X: ArrayLike, Y: ArrayLike) -> Probe: ...
+
+    def predict(self, X: ArrayLike) -> NDArray[np.float64]: ...
+
+
+PROBES: dict[str, type] = {}
+
+_T = TypeVar("_T", bound=type)
+
+
+def register_probe(name: str) -> Callable[[_T], _T]:
+    """Class decorator adding a probe to :data:`PROBES` under ``name``."""
+
+    def add(cls: _T) -> _T:
+        if name in PROBES and PROBES[name] is not cls:
+            raise ValueError(f"probe {name!r} is already registered to {PROBES[name]!r}")
+        PROBES[name] = cls
+        return cls
+
+    return add
+
+
+def get_probe(name: str, seed: int = 0, n_jobs: int = 1) -> Probe:
+    """A fresh, unfitted probe ``name`` with the given seed and thread count."""
+    try:
+        cls = PROBES[name]
+    except KeyError:
+        known = ", ".join(sorted(PROBES)) or "(none)"
+        raise ValueError(f"unknown probe {name!r}; registered probes: {known}") from None
+    return cls(seed=seed, n_jobs=n_jobs)
+
+
+def as_targets(Y: ArrayLike) -> NDArray[np.float64]:
+    """Targets as a (N, K) float array; a 1-D vector becomes one column."""
+    Y = np.asarray(Y, dtype=np.float64)
+    return Y[:, None] if Y.ndim == 1 else Y

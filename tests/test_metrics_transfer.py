@@ -1,0 +1,127 @@
+"""Transfer of downstream probes, on representations whose answer is known."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from raystudy.metrics import PROBES, get_probe, register_probe, transfer
+from raystudy.metrics.probes import Probe
+
+NAMES = ("shape", "scale", "orientation", "pos_x", "pos_y", "hue", "colour")
+# color_dsprites with one extra constant factor, which must be dropped.
+SIZES = (3, 6, 40, 32, 32, 12, 1)
+N_TRAIN, N_TEST = 2000, 1000
+REGRESSED = NAMES[:-1]
+
+
+def sample(n: int, rng: np.random.Generator, hues: np.ndarray) -> np.ndarray:
+    factors = np.stack([rng.integers(0, s, n) for s in SIZES], axis=1)
+    factors[:, 5] = rng.choice(hues, n)
+    return factors
+
+
+def as_code(factors: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """The normalised factors in a shuffled order, tiny noise, plus 4 pure-noise dims."""
+    x = factors[:, :6] / (np.array(SIZES[:6]) - 1)
+    x = x[:, [4, 2, 0, 5, 1, 3]] + 1e-3 * rng.normal(size=x.shape)
+    return np.concatenate([x, rng.normal(size=(len(x), 4))], axis=1)
+
+
+@pytest.fixture(scope="module")
+def iid_data():
+    rng = np.random.default_rng(0)
+    y_train = sample(N_TRAIN, rng, np.arange(12))
+    y_test = sample(N_TEST, rng, np.arange(12))
+    return as_code(y_train, rng), y_train, as_code(y_test, rng), y_test
+
+
+@pytest.fixture(scope="module")
+def ood_data():
+    # Probes see hues 0..7 and are tested on 8..11: outside the training range of hue.
+    rng = np.random.default_rng(1)
+    y_train = sample(N_TRAIN, rng, np.arange(8))
+    y_test = sample(N_TEST, rng, np.arange(8, 12))
+    return as_code(y_train, rng), y_train, as_code(y_test, rng), y_test
+
+
+@pytest.mark.parametrize("probe", ["gbt", "mlp"])
+def test_factors_as_representation_transfer_almost_perfectly(iid_data, probe):
+    scores = transfer(*iid_data, SIZES, NAMES, probe=probe, seed=0)
+    # Every factor is one code dimension (noise 1e-3): a probe only has to learn the
+    # identity. 0.05 is a fifth of chance (0.25) and >1 step of the 32-valued factors.
+    assert scores["mae"] < 0.05
+    assert scores["r2"] > 0.9
+    for name in REGRESSED:
+        assert scores[f"mae/{name}"] < 0.1
+
+
+@pytest.mark.parametrize("probe", ["gbt", "mlp"])
+def test_noise_representation_transfers_at_chance(probe):
+    rng = np.random.default_rng(2)
+    y_train = sample(N_TRAIN, rng, np.arange(12))
+    y_test = sample(N_TEST, rng, np.arange(12))
+    z_train, z_test = rng.normal(size=(N_TRAIN, 10)), rng.normal(size=(N_TEST, 10))
+    scores = transfer(z_train, y_train, z_test, y_test, SIZES, NAMES, probe=probe, seed=0)
+    # The best input-free guess (the mean) has MAE 0.25 on uniform targets and more on
+    # coarse ones (1/3 for shape); a probe fitted to noise can only do worse on new points.
+    assert scores["mae"] > 0.2
+    assert scores["r2"] < 0.05
+
+
+def test_keys_cover_every_regressed_factor_and_drop_constant_ones(iid_data):
+    scores = transfer(*iid_data, SIZES, NAMES, probe="gbt")
+    expected = {"mae", "r2"} | {f"{m}/{n}" for m in ("mae", "r2") for n in REGRESSED}
+    assert set(scores) == expected
+    assert all(isinstance(v, float) for v in scores.values())
+
+
+def test_ood_factor_is_reported_but_left_out_of_the_mean(ood_data):
+    scores = transfer(*ood_data, SIZES, NAMES, ood_factors=["hue"], probe="gbt")
+    in_dist = [scores[f"mae/{n}"] for n in REGRESSED if n != "hue"]
+    assert scores["mae"] == pytest.approx(np.mean(in_dist))
+    assert scores["r2"] == pytest.approx(np.mean([scores[f"r2/{n}"] for n in REGRESSED[:5]]))
+    # Trees cannot predict beyond the largest training hue, 7/11: every test hue is at
+    # least 1/11 above it, so the hue error is >= 0.09 while the others stay small.
+    assert scores["mae/hue"] > 0.09
+    assert scores["mae"] < 0.05
+
+
+def test_same_seed_same_scores(iid_data):
+    assert transfer(*iid_data, SIZES, NAMES, probe="gbt", seed=3) == transfer(
+        *iid_data, SIZES, NAMES, probe="gbt", seed=3
+    )
+
+
+def test_unknown_probe_names_the_registered_ones(iid_data):
+    with pytest.raises(ValueError, match=r"gbt.*mlp"):
+        get_probe("svm")
+    with pytest.raises(ValueError, match="svm"):
+        transfer(*iid_data, SIZES, NAMES, probe="svm")
+
+
+def test_unknown_ood_factor_is_rejected(iid_data):
+    with pytest.raises(ValueError, match="colour_typo"):
+        transfer(*iid_data, SIZES, NAMES, ood_factors=["colour_typo"])
+
+
+def test_registered_probe_is_used_by_transfer(iid_data):
+    @register_probe("_test_mean")
+    class MeanProbe:
+        def __init__(self, seed: int = 0, n_jobs: int = 1) -> None:
+            self.seed = seed
+
+        def fit(self, X, Y) -> Probe:
+            self.mean_ = np.asarray(Y).mean(axis=0)
+            return self
+
+        def predict(self, X) -> np.ndarray:
+            return np.tile(self.mean_, (len(X), 1))
+
+    try:
+        scores = transfer(*iid_data, SIZES, NAMES, probe="_test_mean")
+        # The constant mean predictor on uniform targets: E|t - 1/2| = 1/4 for the fine
+        # factors, 1/3 for shape, 0.3 for scale, 0.27 for hue: mean ~0.28.
+        assert 0.22 < scores["mae"] < 0.32
+    finally:
+        del PROBES["_test_mean"]
