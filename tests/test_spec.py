@@ -1,0 +1,142 @@
+"""Study spec: grid expansion, overrides, and errors that name file, field and what is allowed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from raystudy.spec import (
+    SpecError,
+    StudySpec,
+    apply_overrides,
+    expand_grid,
+    load_spec,
+    validate_spec,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+SMOKE = ROOT / "search_spaces" / "smoke.yaml"
+
+
+def write(tmp_path: Path, text: str, name: str = "study.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_smoke_spec_is_eight_trials_of_two_objectives_two_betas_noise_on_off() -> None:
+    spec = load_spec(SMOKE)
+    trials = spec.trials()
+    assert len(trials) == 8
+    combos = {(t.model.objective, t.model.beta, t.train.input_noise) for t in trials}
+    assert combos == {
+        (o, b, n) for o in ("beta_vae", "ada_gvae") for b in (1.0, 4.0) for n in (False, True)
+    }
+    assert {t.model.latent_dim for t in trials} == {10}
+    # base values survive where the grid is silent
+    assert all(t.split == "dittadi_hues" and t.train.steps == spec.train.steps for t in trials)
+
+
+def test_grid_alternatives_axes_and_literal_lists() -> None:
+    grid = {
+        "model": [{"objective": "a", "beta": [1, 2]}, {"objective": "b"}],
+        "seed": [0, 1],
+        "evaluation": {"metrics": [["dci"], ["dci", "mig"]]},
+    }
+    points = expand_grid(grid)
+    assert len(points) == (2 + 1) * 2 * 2
+    assert {"model": {"objective": "b"}, "seed": 1, "evaluation": {"metrics": ["dci"]}} in points
+    assert sum(p["model"] == {"objective": "a", "beta": 2} for p in points) == 4
+    assert expand_grid({}) == [{}]
+
+
+def test_overrides_parse_yaml_values_and_create_paths() -> None:
+    raw = {"name": "x", "train": {"steps": 500}}
+    out = apply_overrides(raw, ["train.steps=50", "grid.seed=[0, 1, 2]", "model.beta=4"], "f")
+    assert out["train"]["steps"] == 50
+    assert out["grid"]["seed"] == [0, 1, 2]
+    assert out["model"]["beta"] == 4
+    assert raw["train"]["steps"] == 500  # the input is not mutated
+    spec = load_spec(SMOKE, ["train.steps=20", "grid.seed=[0,1]"])
+    assert spec.train.steps == 20 and len(spec.trials()) == 16
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "words"),
+    [
+        ("name: s\ntrian: {steps: 1}\n", "trian", ["unknown field"]),
+        ("name: s\ntrain: {steps: many}\n", "train.steps", ["integer", "many"]),
+        ("name: s\ntrain: {steps: 0}\n", "train.steps", ["greater than or equal to 1"]),
+        (
+            "name: s\nmodel: {objective: beta_vea}\n",
+            "model.objective",
+            ["did you mean 'beta_vae'", "ada_gvae"],
+        ),
+        (
+            "name: s\ndataset: {name: mnist}\n",
+            "dataset.name",
+            ["unknown dataset", "color_dsprites"],
+        ),
+        ("name: s\nsplit: ditadi_hues\n", "split", ["did you mean 'dittadi_hues'"]),
+        (
+            "name: s\nevaluation: {metrics: [dci, migg]}\n",
+            "evaluation.metrics[1]",
+            ["did you mean 'mig'"],
+        ),
+        ("name: s\nevaluation: {probes: [svm]}\n", "evaluation.probes[0]", ["unknown probe"]),
+        ("name: 'bad name/x'\n", "name", ["pattern"]),
+        ("train: {steps: 1}\n", "name", ["Field required"]),
+        ("name: s\nresources: {cpu: 0}\n", "resources.cpu", ["greater than 0"]),
+        ("name: s\ngrid: {model: {betta: [1, 2]}}\n", "grid.model.betta", ["did you mean 'beta'"]),
+        ("name: s\ngrid: {seed: []}\n", "grid", ["no trial"]),
+        (
+            "name: s\ngrid: {model: [{objective: beta_vae, beta: [1, -2]}]}\n",
+            "grid point 1",
+            ["model.beta", "greater than or equal to 0"],
+        ),
+    ],
+)
+def test_spec_errors_name_file_field_and_allowed(
+    tmp_path: Path, text: str, field: str, words: list[str]
+) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(SpecError) as info:
+        load_spec(path)
+    message = str(info.value)
+    assert f"{path}: {field}" in message, message
+    for word in words:
+        assert word in message, message
+
+
+def test_malformed_yaml_and_missing_file(tmp_path: Path) -> None:
+    bad = write(tmp_path, "name: s\ntrain: {steps: [1,\n")
+    with pytest.raises(SpecError, match=rf"{bad}: not valid YAML"):
+        load_spec(bad)
+    with pytest.raises(SpecError, match="no such file"):
+        load_spec(tmp_path / "absent.yaml")
+    with pytest.raises(SpecError, match="is a mapping"):
+        load_spec(write(tmp_path, "- 1\n- 2\n", "list.yaml"))
+    with pytest.raises(SpecError, match="--set"):
+        apply_overrides({}, ["train.steps"], "x.yaml")
+
+
+def test_spec_round_trips_through_yaml() -> None:
+    spec = load_spec(SMOKE)
+    again = validate_spec(yaml.safe_load(yaml.safe_dump(spec.model_dump(mode="json"))), "dump")
+    assert again == spec and isinstance(again, StudySpec)
+
+
+def test_cli_rejects_a_bad_spec_before_ray_starts(tmp_path: Path) -> None:
+    import ray
+
+    from raystudy.cli import app
+
+    path = write(tmp_path, "name: s\nmodel: {objective: nope}\n")
+    result = CliRunner().invoke(app, ["run", str(path), "--output", str(tmp_path / "out")])
+    assert result.exit_code == 2
+    assert f"{path}: model.objective" in result.output
+    assert not ray.is_initialized()
+    assert not (tmp_path / "out").exists()
