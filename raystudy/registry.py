@@ -27,7 +27,7 @@ class Registry(Generic[T]):
 
     def register(self, name: str) -> Callable[[T], T]:
         def wrap(item: T) -> T:
-            if name in self._items:
+            if name in self._items and self._items[name] is not item:
                 raise ValueError(f"{self.kind} {name!r} is registered twice")
             self._items[name] = item
             return item
@@ -38,6 +38,15 @@ class Registry(Generic[T]):
         if name not in self._items:
             raise ValueError(unknown_name_message(self.kind, name, list(self._items)))
         return self._items[name]
+
+    def unregister(self, name: str) -> None:
+        del self._items[name]
+
+    def __getitem__(self, name: str) -> T:
+        return self.get(name)
+
+    def items(self) -> list[tuple[str, T]]:
+        return sorted(self._items.items())
 
     def names(self) -> list[str]:
         return sorted(self._items)

@@ -124,4 +124,4 @@ def test_registered_probe_is_used_by_transfer(iid_data):
         # factors, 1/3 for shape, 0.3 for scale, 0.27 for hue: mean ~0.28.
         assert 0.22 < scores["mae"] < 0.32
     finally:
-        del PROBES["_test_mean"]
+        PROBES.unregister("_test_mean")

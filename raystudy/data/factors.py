@@ -8,11 +8,12 @@ row-major factor order (the order of the official files, e.g. dSprites' ``latent
 
 from __future__ import annotations
 
-import difflib
 import math
 from dataclasses import dataclass
 
 import numpy as np
+
+from raystudy.registry import unknown_name_message
 
 
 @dataclass(frozen=True)
@@ -105,13 +106,3 @@ class FactorSpace:
                 f"factor {self.names[col]!r}: index {int(arr[row, col])} (row {row}) is out "
                 f"of range 0..{sizes[col] - 1}"
             )
-
-
-def unknown_name_message(kind: str, name: object, valid: list[str]) -> str:
-    """'unknown <kind> X (did you mean Y?); valid: ...' — shared by every name lookup."""
-    hint = ""
-    if isinstance(name, str):
-        close = difflib.get_close_matches(name, valid, n=1)
-        if close:
-            hint = f" (did you mean {close[0]!r}?)"
-    return f"unknown {kind} {name!r}{hint}; valid {kind}s: {', '.join(valid)}"

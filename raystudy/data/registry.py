@@ -2,31 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from raystudy.data.base import GroundTruthDataset
-from raystudy.data.factors import unknown_name_message
+from raystudy.registry import Registry
 
-DATASETS: dict[str, type[GroundTruthDataset]] = {}
+DATASETS: Registry[type[GroundTruthDataset]] = Registry("dataset")
 
-_D = TypeVar("_D", bound=type[GroundTruthDataset])
-
-
-def register_dataset(name: str) -> Callable[[_D], _D]:
-    """Class decorator: make the dataset available as ``get_dataset(name)``."""
-
-    def decorate(cls: _D) -> _D:
-        if name in DATASETS and DATASETS[name] is not cls:
-            raise ValueError(f"dataset {name!r} is already registered to {DATASETS[name]}")
-        DATASETS[name] = cls
-        return cls
-
-    return decorate
+#: Class decorator: make the dataset available as ``get_dataset(name)``.
+register_dataset = DATASETS.register
 
 
 def get_dataset(name: str, **options: Any) -> GroundTruthDataset:
     """Instantiate a registered dataset; unknown names list the known ones."""
-    if name not in DATASETS:
-        raise ValueError(unknown_name_message("dataset", name, sorted(DATASETS)))
-    return DATASETS[name](**options)
+    return DATASETS.get(name)(**options)

@@ -26,7 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from raystudy.data.factors import FactorSpace, unknown_name_message
+from raystudy.data.factors import FactorSpace
+from raystudy.registry import unknown_name_message
 
 Selector = Mapping[str, Any] | None
 # A compiled selector; it always returns a fresh array, so callers may combine in place.

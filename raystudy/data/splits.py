@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from raystudy.data.base import GroundTruthDataset
-from raystudy.data.factors import FactorSpace, unknown_name_message
+from raystudy.data.factors import FactorSpace
 from raystudy.data.selectors import (
     Mask,
     Selector,
@@ -29,6 +29,7 @@ from raystudy.data.selectors import (
     bounding_box,
     compile_selector,
 )
+from raystudy.registry import Registry, unknown_name_message
 
 Rng = int | np.random.Generator
 
@@ -278,7 +279,7 @@ def _generator(rng: Rng) -> np.random.Generator:
 # --- registry ------------------------------------------------------------------------------
 
 SplitFactory = Callable[[GroundTruthDataset], Split]
-SPLITS: dict[str, SplitFactory] = {}
+SPLITS: Registry[SplitFactory] = Registry("split")
 _REQUIRED_FACTORS: dict[str, tuple[str, ...]] = {}
 
 
@@ -289,7 +290,7 @@ def register_split(
     ``requires`` names the factors the split needs, for a clear error on other datasets."""
 
     def decorate(factory: SplitFactory) -> SplitFactory:
-        SPLITS[name] = factory
+        SPLITS.register(name)(factory)
         _REQUIRED_FACTORS[name] = tuple(requires)
         return factory
 
@@ -298,8 +299,7 @@ def register_split(
 
 def get_split(name: str, ds: GroundTruthDataset) -> Split:
     """The built-in split ``name`` over dataset ``ds``."""
-    if name not in SPLITS:
-        raise ValueError(unknown_name_message("split", name, sorted(SPLITS)))
+    factory = SPLITS.get(name)
     for factor in _REQUIRED_FACTORS[name]:
         if factor not in ds.factors.names:
             having = _datasets_with_factor(factor)
@@ -308,7 +308,7 @@ def get_split(name: str, ds: GroundTruthDataset) -> Split:
                 f"(its factors: {', '.join(ds.factors.names)}); datasets with {factor!r}: "
                 f"{', '.join(having) or 'none registered'}"
             )
-    return SPLITS[name](ds)
+    return factory(ds)
 
 
 def _datasets_with_factor(factor: str) -> list[str]:
@@ -316,7 +316,7 @@ def _datasets_with_factor(factor: str) -> list[str]:
     from raystudy.data.registry import DATASETS
 
     names = []
-    for name, cls in sorted(DATASETS.items()):
+    for name, cls in DATASETS.items():
         try:
             ds = cls()
         except Exception:  # a dataset needing options or files cannot answer; skip it

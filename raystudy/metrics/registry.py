@@ -10,31 +10,17 @@ entry point with :func:`register_metric` and is imported by ``raystudy/metrics/_
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar
+
+from raystudy.registry import Registry
 
 MetricFn = Callable[..., dict[str, float]]
 
-METRICS: dict[str, MetricFn] = {}
+METRICS: Registry[MetricFn] = Registry("metric")
 
-_F = TypeVar("_F", bound=MetricFn)
-
-
-def register_metric(name: str) -> Callable[[_F], _F]:
-    """Function decorator adding a metric to :data:`METRICS` under ``name``."""
-
-    def add(fn: _F) -> _F:
-        if name in METRICS and METRICS[name] is not fn:
-            raise ValueError(f"metric {name!r} is already registered to {METRICS[name]!r}")
-        METRICS[name] = fn
-        return fn
-
-    return add
+#: Function decorator adding a metric to :data:`METRICS` under ``name``.
+register_metric = METRICS.register
 
 
 def get_metric(name: str) -> MetricFn:
     """The metric registered as ``name``; ValueError naming the known ones otherwise."""
-    try:
-        return METRICS[name]
-    except KeyError:
-        known = ", ".join(sorted(METRICS)) or "(none)"
-        raise ValueError(f"unknown metric {name!r}; registered metrics: {known}") from None
+    return METRICS.get(name)

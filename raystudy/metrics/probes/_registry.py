@@ -8,11 +8,12 @@ by ``raystudy/metrics/probes/__init__.py``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Protocol, TypeVar
+from typing import Protocol
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+
+from raystudy.registry import Registry
 
 
 class Probe(Protocol):
@@ -23,31 +24,15 @@ class Probe(Protocol):
     def predict(self, X: ArrayLike) -> NDArray[np.float64]: ...
 
 
-PROBES: dict[str, type] = {}
+PROBES: Registry[type] = Registry("probe")
 
-_T = TypeVar("_T", bound=type)
-
-
-def register_probe(name: str) -> Callable[[_T], _T]:
-    """Class decorator adding a probe to :data:`PROBES` under ``name``."""
-
-    def add(cls: _T) -> _T:
-        if name in PROBES and PROBES[name] is not cls:
-            raise ValueError(f"probe {name!r} is already registered to {PROBES[name]!r}")
-        PROBES[name] = cls
-        return cls
-
-    return add
+#: Class decorator adding a probe to :data:`PROBES` under ``name``.
+register_probe = PROBES.register
 
 
 def get_probe(name: str, seed: int = 0, n_jobs: int = 1) -> Probe:
     """A fresh, unfitted probe ``name`` with the given seed and thread count."""
-    try:
-        cls = PROBES[name]
-    except KeyError:
-        known = ", ".join(sorted(PROBES)) or "(none)"
-        raise ValueError(f"unknown probe {name!r}; registered probes: {known}") from None
-    return cls(seed=seed, n_jobs=n_jobs)
+    return PROBES.get(name)(seed=seed, n_jobs=n_jobs)
 
 
 def as_targets(Y: ArrayLike) -> NDArray[np.float64]:
