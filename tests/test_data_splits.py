@@ -333,7 +333,7 @@ def test_a_single_combination_can_be_sampled(ds) -> None:
             r"^split\.scenarios\.s\.test\.hue\[1\]: index 99 .*'hue' \(allowed 0\.\.11\)",
         ),
         ({"scenarios": {"s": {"train": {}}}}, r"^split\.scenarios\.s\.test: missing"),
-        ({"encoders": {}}, r"^split: unknown field 'encoders'; allowed: .*\(did you mean 'encoder'\?\)"),
+        ({"encoders": {}}, r"^split: unknown field 'encoders'; .*did you mean 'encoder'"),
         (
             {"scenarios": {"s": {"train": {}, "test": {}, "domain": "real"}}},
             r"^split\.scenarios\.s\.domain: .*'real'.*allowed: sim",
