@@ -167,6 +167,9 @@ def connect(address: str | None) -> None:
     import ray
 
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    # Tune warns whenever checkpoints come faster than every 5 s, which short trials do by
+    # design; the warning says nothing a user can act on.
+    os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
     if ray.is_initialized():
         return
     if address:
@@ -255,7 +258,7 @@ def run_study(
                 name=TUNE_DIR,
                 storage_path=str(study_dir),
                 failure_config=tune.FailureConfig(max_failures=1),
-                checkpoint_config=tune.CheckpointConfig(num_to_keep=1),
+                checkpoint_config=tune.CheckpointConfig(num_to_keep=2),
                 verbose=verbose,
             ),
         )
