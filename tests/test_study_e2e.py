@@ -115,3 +115,14 @@ def test_spearman_table_is_rank_correlation_with_blanks_for_too_few_trials() -> 
     assert table.loc["dis/dci_d", "transfer/a/gbt/mae"] == pytest.approx(-1.0)
     assert pd.isna(table.loc["eval/elbo", "transfer/a/gbt/mae"])
     assert pd.isna(table.loc["dis/dci_d", "transfer/b/mlp/mae"])
+
+
+def test_trial_resources_fit_the_cluster(ray_local, capsys: pytest.CaptureFixture[str]) -> None:
+    from raystudy.study import trial_resources
+
+    base = load_spec(ROOT / "search_spaces" / "smoke.yaml")  # asks gpu 0.25; this cluster has none
+    assert trial_resources(base) == {"cpu": 1.0, "gpu": 0.0}
+    assert "No GPU in the Ray cluster" in capsys.readouterr().out
+    too_big = load_spec(ROOT / "search_spaces" / "smoke.yaml", ["resources.cpu=64"])
+    with pytest.raises(StudyError, match=r"resources.cpu=64.0 per trial.*only 2 CPUs"):
+        trial_resources(too_big)
