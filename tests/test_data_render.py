@@ -303,8 +303,8 @@ def test_renders_on_the_device_of_the_indices(color) -> None:
 
 
 def test_unknown_domain_names_the_allowed_ones(color) -> None:
-    with pytest.raises(ValueError, match=r"no domain 'real'.*sim"):
-        color.render(indices(1), domain="real")
+    with pytest.raises(ValueError, match=r"no domain 'photo'; allowed domains: sim, real"):
+        color.render(indices(1), domain="photo")
 
 
 @pytest.mark.parametrize(
@@ -331,5 +331,41 @@ def test_feasible_defaults_to_all(color) -> None:
 
 
 def test_unknown_dataset_suggests_a_name() -> None:
-    with pytest.raises(ValueError, match=r"allowed: color_dsprites, dsprites \(did you mean"):
+    with pytest.raises(ValueError, match=r"allowed: color_dsprites, dsprites, .*\(did you mean"):
         get_dataset("colour_dsprites")
+
+
+def test_unknown_or_missing_options_are_named() -> None:
+    with pytest.raises(
+        ValueError,
+        match=r"'dsprites': unknown option 'orientation_bin'.*"
+        r"did you mean 'orientation_bins'",
+    ):
+        get_dataset("dsprites", orientation_bin=10)
+    with pytest.raises(ValueError, match=r"'shapes3d_file' needs option\(s\) path"):
+        get_dataset("shapes3d_file")
+
+
+# --- orientation_bins ----------------------------------------------------------------------
+
+
+def test_orientation_bins_make_orientation_injective(mono) -> None:
+    binned = get_dataset("dsprites", orientation_bins=10)
+    assert binned.factors.sizes == [3, 6, 10, 32, 32]
+    angles = np.asarray(binned.factors.factors[2].values)
+    assert np.allclose(angles, np.arange(10) * (math.pi / 2) / 10)
+    # Every pair of bins gives a different image for every shape, the square included
+    # (whose 40-angle grid repeats every 10 steps).
+    for shape in (SQUARE, ELLIPSE, HEART):
+        masks = binned.render(mono_indices(10, shape=shape, orientation=np.arange(10)))[:, 0]
+        flat = masks.reshape(10, -1)
+        gaps = torch.cdist(flat, flat, p=1)
+        assert float(gaps[~torch.eye(10, dtype=torch.bool)].min()) > 1.0
+    # Bin 5 of the quarter turn (45 degrees) is step 5 of the official full turn.
+    assert torch.allclose(
+        binned.render(mono_indices(1, shape=HEART, orientation=5)),
+        mono.render(mono_indices(1, shape=HEART, orientation=5)),
+        atol=1e-5,
+    )
+    with pytest.raises(ValueError, match=r"orientation_bins must be in 1\.\.40"):
+        get_dataset("dsprites", orientation_bins=0)

@@ -52,11 +52,37 @@ def grid(ds) -> np.ndarray:
 
 
 def test_dittadi_roles_and_scenarios(dittadi) -> None:
-    assert dittadi.roles == ["encoder", *DITTADI]
-    assert list(dittadi.scenarios) == ["ood1_a", "ood1_b", "ood1_c", "ood2_a"]
-    for scn in dittadi.scenarios.values():
+    assert dittadi.roles == ["encoder", *DITTADI, "ood2_b/train", "ood2_b/test"]
+    assert list(dittadi.scenarios) == ["ood1_a", "ood1_b", "ood1_c", "ood2_a", "ood2_b"]
+    for name, scn in dittadi.scenarios.items():
+        if name == "ood2_b":
+            continue
         assert scn.ood_factors == ("hue",)
-        assert scn.domain == "sim"
+        assert scn.probe_domains == ("sim", "sim")
+        assert scn.r2_variance == "sample"
+    assert "heldout" not in dittadi.roles
+
+
+def test_dittadi_ood2_b_fits_on_sim_and_tests_on_real(dittadi, grid) -> None:
+    scn = dittadi.scenarios["ood2_b"]
+    assert scn.probe_domains == ("sim", "real")
+    assert scn.domain == "real" and scn.train_domain == "sim"
+    # The domain is the shift, not a factor: both sets are the encoder's, every factor scored.
+    assert scn.ood_factors == ()
+    encoder = np.isin(grid[:, HUE], sorted(TRAIN_HUES))
+    assert np.array_equal(dittadi.mask("ood2_b/train", grid), encoder)
+    assert np.array_equal(dittadi.mask("ood2_b/test", grid), encoder)
+
+
+def test_dittadi_on_finger_uses_the_cube_hue() -> None:
+    finger = get_dataset("finger")
+    split = get_split("dittadi_hues", finger)
+    assert list(split.scenarios) == ["ood1_a", "ood1_b", "ood1_c", "ood2_a", "ood2_b"]
+    hue = finger.factors.index("hue")
+    for role, hues in {**DITTADI, "encoder": TRAIN_HUES}.items():
+        x = split.sample(role, 5_000, 3)
+        assert set(np.unique(x[:, hue]).tolist()) == hues
+        assert finger.feasible(x).all()
 
 
 def test_encoder_never_yields_a_held_out_hue(dittadi, ds) -> None:
@@ -226,6 +252,31 @@ def test_selector_language(small, every, selector, predicate) -> None:
     assert picked(every, evaluate(selector, every, small)) == pairs_where(every, predicate)
 
 
+@pytest.mark.parametrize(("p", "seed"), [(0.6745, 0), (0.3, 7), (0.0, 1), (1.0, 2)])
+def test_exact_random_selector_holds_round_p_n(p: float, seed: int) -> None:
+    big = FactorSpace(tuple(Factor(n, 37, tuple(range(37))) for n in ("x", "y", "z")))
+    x = np.stack(np.meshgrid(*[np.arange(37)] * 3, indexing="ij"), -1).reshape(-1, 3)
+    chosen = evaluate({"random": {"p": p, "seed": seed, "exact": True}}, x, big)
+    assert chosen.sum() == round(p * 37**3)
+    rest = evaluate({"not": {"random": {"p": p, "seed": seed, "exact": True}}}, x, big)
+    assert np.all(chosen ^ rest)
+    # Per combination, as the inexact form: a shuffled batch gets the same answers.
+    perm = np.random.default_rng(0).permutation(x.shape[0])
+    shuffled = evaluate({"random": {"p": p, "seed": seed, "exact": True}}, x[perm], big)
+    assert np.array_equal(shuffled, chosen[perm])
+    if 0 < p < 1:
+        other = evaluate({"random": {"p": p, "seed": seed + 1, "exact": True}}, x, big)
+        assert other.sum() == chosen.sum() and not np.array_equal(other, chosen)
+
+
+def test_exact_random_selector_refuses_huge_grids() -> None:
+    huge = get_dataset("finger").factors  # 2.9e9 combinations
+    with pytest.raises(SelectorError, match=r"^at\.random\.exact: the grid has 2916000000"):
+        check({"random": {"p": 0.5, "exact": True}}, huge, "at")
+    with pytest.raises(SelectorError, match=r"^at\.random\.exact: expected true or false"):
+        check({"random": {"p": 0.5, "exact": "yes"}}, huge, "at")
+
+
 def test_random_selector_is_a_fixed_fraction_and_its_complement(small) -> None:
     big = FactorSpace(tuple(Factor(n, 50, tuple(range(50))) for n in ("x", "y", "z")))
     x = np.stack(np.meshgrid(*[np.arange(50)] * 3, indexing="ij"), -1).reshape(-1, 3)
@@ -302,6 +353,28 @@ def test_split_from_spec_builds_a_working_split(ds, grid) -> None:
     assert split.sample("encoder", 10_000, 0)[:, 3].max() <= 15
 
 
+def test_split_from_spec_with_heldout_and_probe_domains(ds, grid) -> None:
+    spec = {
+        "encoder": {"pos_x": {"le": 15}},
+        "heldout": {"pos_x": {"ge": 16}},
+        "scenarios": {
+            "sim2real": {
+                "train": {"pos_x": {"le": 15}},
+                "test": {"pos_x": {"le": 15}},
+                "train_domain": "sim",
+                "domain": "real",
+                "r2_variance": "grid",
+            }
+        },
+    }
+    split = split_from_spec(spec, ds)
+    assert split.roles == ["encoder", "sim2real/train", "sim2real/test", "heldout"]
+    assert np.array_equal(split.mask("heldout", grid), grid[:, 3] >= 16)
+    scn = split.scenarios["sim2real"]
+    assert scn.probe_domains == ("sim", "real") and scn.r2_variance == "grid"
+    assert split.sample("heldout", 10_000, 0)[:, 3].min() == 16
+
+
 def test_a_single_combination_can_be_sampled(ds) -> None:
     only = {"shape": 2, "scale": 0, "orientation": 39, "pos_x": 31, "pos_y": 0, "hue": 7}
     split = split_from_spec({"encoder": only}, ds)
@@ -335,8 +408,25 @@ def test_a_single_combination_can_be_sampled(ds) -> None:
         ({"scenarios": {"s": {"train": {}}}}, r"^split\.scenarios\.s\.test: missing"),
         ({"encoders": {}}, r"^split: unknown field 'encoders'; .*did you mean 'encoder'"),
         (
-            {"scenarios": {"s": {"train": {}, "test": {}, "domain": "real"}}},
-            r"^split\.scenarios\.s\.domain: .*'real'.*allowed: sim",
+            {"scenarios": {"s": {"train": {}, "test": {}, "domain": "photo"}}},
+            r"^split\.scenarios\.s\.domain: .*'photo'.*allowed: sim, real",
+        ),
+        (
+            {"scenarios": {"s": {"train": {}, "test": {}, "train_domain": "photo"}}},
+            r"^split\.scenarios\.s\.train_domain: .*'photo'.*allowed: sim, real",
+        ),
+        (
+            {"scenarios": {"s": {"train": {}, "test": {}, "r2_variance": "grids"}}},
+            r"^split\.scenarios\.s\.r2_variance: unknown choice 'grids'.*did you mean 'grid'",
+        ),
+        (
+            {"encoder": {"hue": {"le": 5}}, "heldout": {"hue": {"ge": 5}}},
+            r"^split\.heldout: overlaps the encoder set \(e\.g\. \{.*'hue': 5",
+        ),
+        ({"heldout": {"hue": {"ge": 12}}}, r"^split\.heldout\.hue\.ge: index 12"),
+        (
+            {"heldout": {"all": [{"hue": [1]}, {"hue": [2]}]}},
+            r"^split\.heldout: selects nothing",
         ),
         (
             {"scenarios": {"s": {"train": {}, "test": {}, "ood_factors": ["hues"]}}},

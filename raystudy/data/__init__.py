@@ -1,5 +1,10 @@
 """Ground-truth factor datasets, selectors and OOD splits (DESIGN.md sections 3-4).
 
+Datasets: ``dsprites``, ``color_dsprites``, ``shapes3d``, ``finger`` (procedural, domains
+``sim`` and ``real``) and ``dsprites_file``, ``shapes3d_file``, ``mpi3d_file`` (official
+files). Splits: ``iid``, ``dittadi_hues``, ``schott_{random,composition,interpolation,
+extrapolation}``, ``montero_{element,range,extrapolation}``, or one written in the study YAML.
+
 Importable without Ray or MLflow, so a notebook can render, sample and split directly::
 
     ds = get_dataset("color_dsprites")
@@ -7,10 +12,18 @@ Importable without Ray or MLflow, so a notebook can render, sample and split dir
     images = ds.render(split.sample("encoder", 64, rng=0))
 """
 
-# The dataset modules register themselves on import.
+# The dataset and paper-split modules register themselves on import.
 from raystudy.data import dsprites as _dsprites  # noqa: F401
+from raystudy.data import dsprites_file as _dsprites_file  # noqa: F401
+from raystudy.data import finger as _finger  # noqa: F401
+from raystudy.data import montero as _montero  # noqa: F401
+from raystudy.data import mpi3d_file as _mpi3d_file  # noqa: F401
+from raystudy.data import schott as _schott  # noqa: F401
+from raystudy.data import shapes3d as _shapes3d  # noqa: F401
+from raystudy.data import shapes3d_file as _shapes3d_file  # noqa: F401
 from raystudy.data.base import GroundTruthDataset
 from raystudy.data.factors import Factor, FactorSpace
+from raystudy.data.file_arrays import DatasetFileError
 from raystudy.data.registry import DATASETS, get_dataset, register_dataset
 from raystudy.data.selectors import SelectorError
 from raystudy.data.splits import (
@@ -25,6 +38,7 @@ from raystudy.data.splits import (
 __all__ = [
     "DATASETS",
     "SPLITS",
+    "DatasetFileError",
     "Factor",
     "FactorSpace",
     "GroundTruthDataset",

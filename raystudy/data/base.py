@@ -36,6 +36,11 @@ class GroundTruthDataset(ABC):
         idx = self.as_index_tensor(indices)
         return torch.ones(idx.shape[0], dtype=torch.bool, device=idx.device)
 
+    @property
+    def every_state_feasible(self) -> bool:
+        """True unless a subclass overrides :meth:`feasible`: samplers then skip the check."""
+        return type(self).feasible is GroundTruthDataset.feasible
+
     def check_domain(self, domain: str) -> None:
         if domain not in self.domains:
             raise ValueError(

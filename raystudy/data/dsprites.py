@@ -12,17 +12,21 @@ Conventions (the procedural renderer's own; it is not pixel-identical to the off
   *downwards* along rows, so ``pos_y`` index 0 is at the top of the image.
 - ``pos`` in [0, 1] maps to a centre in [MARGIN, 1 - MARGIN] = [0.2, 0.8] of the image, so a
   sprite at scale 1 (which spans about 0.3 of the width) stays mostly inside, as in dSprites.
-- Orientation: 40 angles ``2 pi k / 40`` in [0, 2 pi) (the official files use 40 points of a
-  closed interval, whose first and last coincide). A positive angle turns the sprite
-  clockwise on screen, because y points down. The square repeats every 10 steps (90 degrees)
-  and the ellipse every 20 (180 degrees); only the heart is unique over all 40, so the
-  orientation factor is not injective for two of the three shapes.
+- Orientation: 40 angles ``2 pi k / 40`` in [0, 2 pi) (the official files use 40 points of the
+  closed interval [0, 2 pi], whose first and last images coincide). A positive angle turns the
+  sprite clockwise on screen, because y points down. The square repeats every 10 steps
+  (90 degrees) and the ellipse every 20 (180 degrees); only the heart is unique over all 40,
+  so the orientation factor is not injective for two of the three shapes. The option
+  ``orientation_bins=n`` replaces the 40 angles by ``n`` angles ``(pi / 2) k / n`` of one
+  quarter turn, the largest range on which every shape's orientation is injective (the
+  square's period), for studies that regress orientation.
 - Shapes at scale 1: square of side 0.3, ellipse with semi-axes 0.15 x 0.075 (2:1; its long
   axis lies along x at orientation 0), heart 0.3 wide with its tip down. ``scale`` multiplies
   every length.
 - Anti-aliasing: pixel coverage is a linear ramp of the signed distance over one pixel
   (:func:`raystudy.data.sdf.coverage`), so sub-pixel moves change pixel values. There is no
   randomness: the same indices give the same image.
+- Domains: ``sim`` and ``real`` (:mod:`raystudy.data.real_domain`, seeded by ``real_seed``).
 """
 
 from __future__ import annotations
@@ -36,9 +40,9 @@ import numpy as np
 import torch
 
 from raystudy.data import sdf
-from raystudy.data.base import GroundTruthDataset
 from raystudy.data.colour import hue_to_rgb
 from raystudy.data.factors import Factor, FactorSpace
+from raystudy.data.procedural import ProceduralDataset
 from raystudy.data.registry import register_dataset
 
 MARGIN = 0.2
@@ -68,12 +72,17 @@ _SHAPE_SDFS: tuple[Callable[[torch.Tensor, torch.Tensor], torch.Tensor], ...] = 
 )
 
 
-def dsprites_factors() -> tuple[Factor, ...]:
-    """The five dSprites factors in the official row-major order."""
+def dsprites_factors(orientation_bins: int | None = None) -> tuple[Factor, ...]:
+    """The five dSprites factors in the official row-major order; ``orientation_bins`` swaps
+    the 40 angles of a full turn for that many of a quarter turn (see the module docstring)."""
+    if orientation_bins is None:
+        angles = np.linspace(0.0, 2 * np.pi, 40, endpoint=False)
+    else:
+        angles = np.linspace(0.0, np.pi / 2, orientation_bins, endpoint=False)
     return (
         Factor("shape", 3, (0.0, 1.0, 2.0)),
         Factor("scale", 6, tuple(np.linspace(0.5, 1.0, 6).tolist())),
-        Factor("orientation", 40, tuple(np.linspace(0.0, 2 * np.pi, 40, endpoint=False).tolist())),
+        Factor("orientation", angles.size, tuple(angles.tolist())),
         Factor("pos_x", 32, tuple(np.linspace(0.0, 1.0, 32).tolist())),
         Factor("pos_y", 32, tuple(np.linspace(0.0, 1.0, 32).tolist())),
     )
@@ -106,35 +115,41 @@ class _DeviceTables:
 
 
 @register_dataset("dsprites")
-class DSprites(GroundTruthDataset):
-    """dSprites: one white sprite on black, 64x64, one channel."""
+class DSprites(ProceduralDataset):
+    """dSprites: one white sprite on black, 64x64, one channel.
+
+    Options: ``resolution`` (default 64), ``orientation_bins`` (default: the 40 angles of the
+    official grid), ``real_seed`` (the ``real`` domain's seed, default 0).
+    """
 
     name = "dsprites"
     channels = 1
 
-    def __init__(self, resolution: int = 64) -> None:
+    def __init__(
+        self, resolution: int = 64, orientation_bins: int | None = None, real_seed: int = 0
+    ) -> None:
         if resolution < 8:
             raise ValueError(f"resolution must be >= 8, got {resolution}")
+        if orientation_bins is not None and not 1 <= orientation_bins <= 40:
+            raise ValueError(f"orientation_bins must be in 1..40, got {orientation_bins}")
         self.resolution = resolution
-        self.factors = FactorSpace(self._factor_tuple())
+        self.real_seed = real_seed
+        self.factors = FactorSpace(self._factor_tuple(orientation_bins))
         self._tables: dict[torch.device, _DeviceTables] = {}
 
-    def _factor_tuple(self) -> tuple[Factor, ...]:
-        return dsprites_factors()
+    def _factor_tuple(self, orientation_bins: int | None) -> tuple[Factor, ...]:
+        return dsprites_factors(orientation_bins)
 
-    def render(self, indices: torch.Tensor | np.ndarray, domain: str = "sim") -> torch.Tensor:
-        self.check_domain(domain)
-        idx = self.as_index_tensor(indices)
-        if idx.shape[0] == 0:
-            shape = (0, self.channels, self.resolution, self.resolution)
-            return torch.zeros(shape, dtype=torch.float32, device=idx.device)
+    def _render_sim(self, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         # Sorting by shape makes each shape's images one contiguous slice (no masked copies);
         # the sort is undone on the one-channel windows, the smallest per-pixel tensors.
         order = torch.argsort(idx[:, 0], stable=True)
         cover, origin = self._sprite_windows(idx[order])
         cover = torch.empty_like(cover).index_copy_(0, order, cover)
         origin = torch.empty_like(origin).index_copy_(0, order, origin)
-        return self._paste(self._colour(idx, cover), origin)
+        image = self._paste(self._colour(idx, cover), origin)
+        # Every hue has V = 1, so the brightest channel is the sprite's coverage.
+        return image, image.amax(dim=1, keepdim=True)
 
     def _colour(self, idx: torch.Tensor, cover: torch.Tensor) -> torch.Tensor:
         return cover.unsqueeze(1)
@@ -239,8 +254,8 @@ class ColorDSprites(DSprites):
     name = "color_dsprites"
     channels = 3
 
-    def _factor_tuple(self) -> tuple[Factor, ...]:
-        return (*dsprites_factors(), hue_factor())
+    def _factor_tuple(self, orientation_bins: int | None) -> tuple[Factor, ...]:
+        return (*dsprites_factors(orientation_bins), hue_factor())
 
     def _colour(self, idx: torch.Tensor, cover: torch.Tensor) -> torch.Tensor:
         rgb = self._device_tables(idx.device).rgb

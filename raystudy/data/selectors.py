@@ -12,6 +12,9 @@ user-written splits go through the same validated path. The language:
 - ``{random: {p: 0.8, seed: 0}}``: a fixed pseudo-random fraction ``p`` of the grid. Whether a
   combination is in depends only on its row-major grid position and the seed, so
   ``{not: {random: ...}}`` with the same arguments is exactly its complement (an iid split).
+  With ``exact: true`` the set holds exactly ``round(p * N)`` of the grid's ``N`` combinations
+  (the ones with the smallest hashes; needs ``N <= 5e7``), for splits whose test fraction is
+  prescribed (Schott et al. 2022's random split).
 - A mapping with several keys is the intersection of its entries. ``all``, ``any``, ``not``
   and ``random`` are operators, never factor names.
 
@@ -21,6 +24,7 @@ Validation (:func:`check`) happens before anything runs and names the offending 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -174,24 +178,53 @@ def _index(value: Any, size: int, where: str, factor: str) -> int:
     return int(value)
 
 
+MAX_EXACT_GRID = 50_000_000
+
+
 def _compile_random(value: Any, space: FactorSpace, where: str) -> Mask:
-    if not isinstance(value, Mapping) or set(value) - {"p", "seed"} or "p" not in value:
-        raise SelectorError(f"{where}: expected {{p: <fraction>, seed: <int>}}, got {value!r}")
+    if not isinstance(value, Mapping) or set(value) - {"p", "seed", "exact"} or "p" not in value:
+        raise SelectorError(
+            f"{where}: expected {{p: <fraction>, seed: <int>, exact: <bool>}}, got {value!r}"
+        )
     p = value["p"]
     seed = value.get("seed", 0)
+    exact = value.get("exact", False)
     if isinstance(p, bool) or not isinstance(p, int | float) or not 0.0 <= p <= 1.0:
         raise SelectorError(f"{where}.p: expected a fraction in [0, 1], got {p!r}")
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise SelectorError(f"{where}.seed: expected an integer, got {seed!r}")
+    if not isinstance(exact, bool):
+        raise SelectorError(f"{where}.exact: expected true or false, got {exact!r}")
     sizes = space.sizes
-    # Compare 53-bit uniforms against p: exact for every p a float can hold.
-    threshold = float(p)
+    if exact:
+        if space.total > MAX_EXACT_GRID:
+            raise SelectorError(
+                f"{where}.exact: the grid has {space.total} combinations; an exact fraction "
+                f"is computed over the whole grid and needs at most {MAX_EXACT_GRID}"
+            )
+        threshold = _exact_threshold(space.total, float(p), seed)
+    else:
+        # Compare 53-bit uniforms against p: exact for every p a float can hold.
+        threshold = float(p)
 
     def mask(idx: np.ndarray) -> np.ndarray:
         flat = np.ravel_multi_index(tuple(idx.T), sizes).astype(np.uint64)
         return _unit_hash(flat, seed) < threshold
 
     return mask
+
+
+@functools.lru_cache(maxsize=16)
+def _exact_threshold(total: int, p: float, seed: int) -> float:
+    """The hash value below which exactly ``round(p * total)`` grid positions fall: the
+    ``k``-th smallest of all of them (53-bit values: ties are vanishingly rare)."""
+    k = round(p * total)
+    if k == 0:
+        return 0.0
+    if k == total:
+        return 2.0
+    hashes = _unit_hash(np.arange(total, dtype=np.uint64), seed)
+    return float(np.partition(hashes, k)[k])
 
 
 _GOLDEN_GAMMA = np.uint64(0x9E3779B97F4A7C15)

@@ -4,7 +4,8 @@ DESIGN.md section 4. A :class:`Split` holds one ``encoder`` set and named :class
 s, each a probe-train and a probe-test set in some rendering domain. Every set is a selector
 (:mod:`raystudy.data.selectors`), so built-in splits and splits written in a study YAML take
 the same validated path. Roles name the sets: ``"encoder"``, ``"<scenario>/train"``,
-``"<scenario>/test"``.
+``"<scenario>/test"``, and ``"heldout"`` for splits scored by reconstruction (Montero et al.
+2021, Schott et al. 2022): the combinations the encoder never trains on.
 
 Sampling is uniform over a role's set (intersected with the dataset's feasible states), by
 vectorised rejection sampling inside the set's per-factor bounding box: for the usual sets,
@@ -41,17 +42,36 @@ _MAX_ROUND = 1_000_000
 _MAX_PAIR_ROUNDS = 100
 
 
+R2_VARIANCES = ("sample", "grid")
+
+
 @dataclass(frozen=True)
 class Scenario:
-    """One downstream transfer scenario: probes fit on ``train`` and are scored on ``test``,
-    both rendered in ``domain``; ``ood_factors`` are left out of the transfer score (the
-    factor the shift is in, e.g. ``hue`` for Dittadi et al. 2021's colour OOD)."""
+    """One downstream transfer scenario: probes fit on ``train`` and are scored on ``test``.
+
+    - ``domain``: the domain the test set is rendered in, and the train set too unless
+      ``train_domain`` says otherwise (Dittadi et al. 2021's OOD2-B fits on ``sim`` and
+      tests on ``real``); :attr:`probe_domains` gives the pair.
+    - ``ood_factors``: left out of the mean transfer score (the factor the shift is in,
+      e.g. ``hue`` for Dittadi et al. 2021's colour OOD).
+    - ``r2_variance``: the denominator of each factor's R^2 = 1 - MSE / Var. ``"sample"``:
+      the variance of the test set's factor values; ``"grid"``: the variance over the full
+      factor grid (uniform over the factor's values), as Schott et al. (2022) do, so a test
+      set covering a narrow range of a factor is not penalised for its small variance.
+    """
 
     name: str
     train: Selector
     test: Selector
     domain: str = "sim"
     ood_factors: tuple[str, ...] = ()
+    train_domain: str | None = None
+    r2_variance: str = "sample"
+
+    @property
+    def probe_domains(self) -> tuple[str, str]:
+        """``(domain of the probe-train set, domain of the probe-test set)``."""
+        return (self.train_domain or self.domain, self.domain)
 
 
 @dataclass(frozen=True)
@@ -86,7 +106,9 @@ class _Role:
 
 
 class Split:
-    """An encoder set plus named probe scenarios over one dataset's factor space."""
+    """An encoder set plus named probe scenarios over one dataset's factor space; with
+    ``heldout``, also the role ``"heldout"``: combinations never seen in training, on which
+    a reconstruction score is compared against the encoder set's."""
 
     def __init__(
         self,
@@ -95,6 +117,7 @@ class Split:
         scenarios: Sequence[Scenario],
         dataset: GroundTruthDataset,
         where: str | None = None,
+        heldout: Selector | None = None,
     ) -> None:
         where = where or f"split {name!r}"
         self.name = name
@@ -111,6 +134,9 @@ class Split:
             self._scenarios[scn.name] = scn
             self._roles[f"{scn.name}/train"] = _Role.build(scn.train, space, f"{at}.train")
             self._roles[f"{scn.name}/test"] = _Role.build(scn.test, space, f"{at}.test")
+        self.heldout: Selector | None = heldout
+        if heldout is not None:
+            self._roles["heldout"] = _Role.build(heldout, space, f"{where}.heldout")
         self._acceptance: dict[str, float] = {}
 
     @property
@@ -168,9 +194,21 @@ class Split:
         )
 
     def check_nonempty(self) -> None:
-        """Raise :class:`SelectorError`, naming the field, for a role that selects nothing."""
+        """Raise :class:`SelectorError`, naming the field, for a role that selects nothing,
+        or for a ``heldout`` set that shares combinations with the encoder set."""
         for role in self._roles:
             self._acceptance_rate(role)
+        if "heldout" in self._roles:
+            probe = self.sample("heldout", 5_000, 0)
+            inside = self._accept(self._roles["encoder"], probe)
+            if inside.any():
+                combo = dict(
+                    zip(self.dataset.factors.names, probe[inside][0].tolist(), strict=True)
+                )
+                raise SelectorError(
+                    f"{self._roles['heldout'].where}: overlaps the encoder set (e.g. {combo}); "
+                    "held-out combinations must never be seen in training"
+                )
 
     def __repr__(self) -> str:
         return f"Split({self.name!r}, dataset={self.dataset.name!r}, roles={self.roles})"
@@ -186,8 +224,10 @@ class Split:
             ) from None
 
     def _accept(self, r: _Role, idx: np.ndarray) -> np.ndarray:
-        feasible = self.dataset.feasible(idx).cpu().numpy()
-        return r.mask(idx) & feasible
+        inside = r.mask(idx)
+        if not self.dataset.every_state_feasible:
+            inside &= self.dataset.feasible(idx).cpu().numpy()
+        return inside
 
     def _acceptance_rate(self, role: str) -> float:
         """Fraction of the bounding box in the set; SelectorError when it is (near) zero."""
@@ -255,10 +295,19 @@ def _change_factors(
 
 
 def _check_scenario(scn: Scenario, dataset: GroundTruthDataset, where: str) -> None:
-    if scn.domain not in dataset.domains:
+    domains = {"domain": scn.domain}
+    if scn.train_domain is not None:
+        domains["train_domain"] = scn.train_domain
+    for field, domain in domains.items():
+        if domain not in dataset.domains:
+            raise SelectorError(
+                f"{where}.{field}: dataset {dataset.name!r} has no domain {domain!r}; "
+                f"allowed: {', '.join(dataset.domains)}"
+            )
+    if scn.r2_variance not in R2_VARIANCES:
         raise SelectorError(
-            f"{where}.domain: dataset {dataset.name!r} has no domain {scn.domain!r}; "
-            f"allowed: {', '.join(dataset.domains)}"
+            f"{where}.r2_variance: "
+            + unknown_name_message("choice", scn.r2_variance, list(R2_VARIANCES))
         )
     for i, factor in enumerate(scn.ood_factors):
         if factor not in dataset.factors.names:
@@ -326,19 +375,20 @@ def _datasets_with_factor(factor: str) -> list[str]:
     return names
 
 
-_SPEC_FIELDS = ("name", "encoder", "scenarios")
-_SCENARIO_FIELDS = ("train", "test", "domain", "ood_factors")
+_SPEC_FIELDS = ("name", "encoder", "scenarios", "heldout")
+_SCENARIO_FIELDS = ("train", "test", "domain", "ood_factors", "train_domain", "r2_variance")
 
 
 def split_from_spec(spec: Mapping[str, Any], ds: GroundTruthDataset, where: str = "split") -> Split:
     """A user-defined split from the study YAML::
 
-        {name: my_split, encoder: <selector>,
+        {name: my_split, encoder: <selector>, heldout: <selector>,   # heldout optional
          scenarios: {<name>: {train: <selector>, test: <selector>,
-                              domain: sim, ood_factors: [hue]}}}
+                              domain: sim, train_domain: sim,         # both optional
+                              ood_factors: [hue], r2_variance: sample}}}
 
-    Every selector is checked and every set must be non-empty; errors are
-    :class:`SelectorError` naming the field path under ``where``.
+    Every selector is checked, every set must be non-empty and ``heldout`` disjoint from the
+    encoder set; errors are :class:`SelectorError` naming the field path under ``where``.
     """
     if not isinstance(spec, Mapping):
         raise SelectorError(f"{where}: expected a mapping with {_SPEC_FIELDS}, got {spec!r}")
@@ -366,9 +416,13 @@ def split_from_spec(spec: Mapping[str, Any], ds: GroundTruthDataset, where: str 
                 test=fields["test"],
                 domain=fields.get("domain", "sim"),
                 ood_factors=tuple(ood),
+                train_domain=fields.get("train_domain"),
+                r2_variance=fields.get("r2_variance", "sample"),
             )
         )
-    split = Split(str(name), spec.get("encoder"), scenarios, ds, where=where)
+    split = Split(
+        str(name), spec.get("encoder"), scenarios, ds, where=where, heldout=spec.get("heldout")
+    )
     split.check_nonempty()
     return split
 
@@ -389,24 +443,32 @@ DITTADI_TRAIN_HUES = tuple(h for h in range(12) if h not in DITTADI_HELD_OUT_HUE
 
 @register_split("dittadi_hues", requires=("hue",))
 def dittadi_hues(ds: GroundTruthDataset) -> Split:
-    """Colour OOD. OOD1 (probe test inside the encoder's hues): A, fit on one hue and test on
-    the other seven; B, fit on the 4 highest and test on the 4 lowest (extrapolation);
-    C, fit on alternate hues, test on those between (interpolation). OOD2-A: fit on all 8
-    training hues, test on the 4 the encoder never saw."""
+    """Colour OOD (``color_dsprites``; ``finger``, whose ``hue`` is the cube's). OOD1 (probe
+    test inside the encoder's hues): A, fit on one hue and test on the other seven; B, fit on
+    the 4 highest and test on the 4 lowest (extrapolation); C, fit on alternate hues, test on
+    those between (interpolation). OOD2-A: fit on all 8 training hues, test on the 4 the
+    encoder never saw. OOD2-B (datasets with a ``real`` domain): fit on the encoder's set
+    rendered in ``sim``, test on the same set rendered in ``real``; no factor is shifted."""
     train = DITTADI_TRAIN_HUES
 
     def scenario(name: str, fit: Sequence[int], test: Sequence[int]) -> Scenario:
         return Scenario(name, {"hue": list(fit)}, {"hue": list(test)}, ood_factors=("hue",))
 
+    scenarios = [
+        scenario("ood1_a", train[:1], train[1:]),
+        scenario("ood1_b", train[4:], train[:4]),
+        scenario("ood1_c", train[::2], train[1::2]),
+        scenario("ood2_a", train, DITTADI_HELD_OUT_HUES),
+    ]
+    if "real" in ds.domains:
+        encoder_set = {"hue": list(train)}
+        scenarios.append(
+            Scenario("ood2_b", encoder_set, encoder_set, domain="real", train_domain="sim")
+        )
     return Split(
         "dittadi_hues",
         encoder={"hue": list(train)},
-        scenarios=[
-            scenario("ood1_a", train[:1], train[1:]),
-            scenario("ood1_b", train[4:], train[:4]),
-            scenario("ood1_c", train[::2], train[1::2]),
-            scenario("ood2_a", train, DITTADI_HELD_OUT_HUES),
-        ],
+        scenarios=scenarios,
         dataset=ds,
         where="splits.dittadi_hues",
     )

@@ -1,0 +1,34 @@
+"""Which paper grid a dataset is, by its factor names: a split defined on the dSprites grid
+applies to ``dsprites`` and ``dsprites_file`` alike, since both use the same names and order."""
+
+from __future__ import annotations
+
+from raystudy.data.base import GroundTruthDataset
+
+FAMILIES: dict[str, tuple[str, ...]] = {
+    "dsprites": ("shape", "scale", "orientation", "pos_x", "pos_y"),
+    "shapes3d": ("floor_hue", "wall_hue", "object_hue", "scale", "shape", "orientation"),
+    "mpi3d": (
+        "object_color",
+        "object_shape",
+        "object_size",
+        "camera_height",
+        "background_color",
+        "horizontal_axis",
+        "vertical_axis",
+    ),
+}
+
+
+def family_of(ds: GroundTruthDataset, split: str, supported: tuple[str, ...]) -> str:
+    """The family (a key of :data:`FAMILIES`) whose factor names ``ds`` has, in order;
+    ValueError naming the split, the dataset and the supported grids otherwise."""
+    names = tuple(ds.factors.names)
+    for family in supported:
+        if FAMILIES[family] == names:
+            return family
+    grids = "; ".join(f"{f}: {', '.join(FAMILIES[f])}" for f in supported)
+    raise ValueError(
+        f"split {split!r} is defined on the grids of {', '.join(supported)}; dataset "
+        f"{ds.name!r} has factors {', '.join(names)} (supported factor orders: {grids})"
+    )

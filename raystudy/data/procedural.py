@@ -1,0 +1,56 @@
+"""Procedural datasets: a simulated renderer plus its seeded ``real`` domain.
+
+A subclass renders the ``sim`` image and the objects' coverage; this class turns that into the
+``real`` domain (:mod:`raystudy.data.real_domain`) through the same code path for every dataset,
+so a split's OOD2-B scenario works on any procedural dataset.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+
+import numpy as np
+import torch
+
+from raystudy.data.base import GroundTruthDataset
+from raystudy.data.real_domain import RealShift
+
+
+def grid_position(idx: torch.Tensor, sizes: list[int]) -> torch.Tensor:
+    """Row-major flat position ``sum_k i_k prod_{j > k} n_j`` of each ``(B, K)`` row, int64,
+    on the device of ``idx`` (numpy's ``ravel_multi_index``, without leaving the device)."""
+    strides = np.cumprod([1, *sizes[::-1]])[:-1][::-1].tolist()
+    return (idx * torch.tensor(strides, dtype=torch.int64, device=idx.device)).sum(dim=1)
+
+
+class ProceduralDataset(GroundTruthDataset):
+    """A dataset drawn from its factors, in the domains ``sim`` and ``real``."""
+
+    domains = ("sim", "real")
+    real_seed: int = 0
+
+    def render(self, indices: torch.Tensor | np.ndarray, domain: str = "sim") -> torch.Tensor:
+        self.check_domain(domain)
+        idx = self.as_index_tensor(indices)
+        if idx.shape[0] == 0:
+            shape = (0, self.channels, self.resolution, self.resolution)
+            return torch.zeros(shape, dtype=torch.float32, device=idx.device)
+        image, foreground = self._render_sim(idx)
+        if domain == "sim":
+            return image
+        background = foreground.mul_(-1.0).add_(1.0)  # the coverage is ours to reuse
+        return self.real_shift.apply(image, background, grid_position(idx, self.factors.sizes))
+
+    @property
+    def real_shift(self) -> RealShift:
+        shift = getattr(self, "_real_shift", None)
+        if shift is None:
+            shift = RealShift(self.channels, self.resolution, self.real_seed)
+            self._real_shift = shift
+        return shift
+
+    @abstractmethod
+    def _render_sim(self, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The simulated images ``[B, C, H, W]`` of validated indices (new memory: they are
+        returned), and the coverage ``[B, 1, H, W]`` in [0, 1] of everything that is not
+        background (which the caller may overwrite, so it may be scratch)."""
