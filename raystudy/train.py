@@ -15,7 +15,8 @@ import numpy as np
 import torch
 
 from raystudy.data import GroundTruthDataset, Split
-from raystudy.models import VAE, Batch, Objective, add_input_noise
+from raystudy.data.selectors import bounding_box
+from raystudy.models import VAE, Batch, Objective, PairK, add_input_noise
 from raystudy.spec import TrainConfig
 
 #: (step, train/* metrics or None, checkpoint state or None); called when either is due.
@@ -35,35 +36,74 @@ def kl_warmup(step: int, warmup_steps: int) -> float:
 
 
 class BatchSampler:
-    """Draws a training batch: factor indices from the encoder set, rendered on `device`."""
+    """Draws a training batch: factor indices from the encoder set, rendered on `device`.
+
+    Every batch carries the normalised factors (index / (size - 1)) of its images. With
+    `pair_k` set, the batch holds pairs differing in that many factors; "random" draws k per
+    pair uniformly in 1..K-1, K the number of factors that vary in the encoder set (Locatello
+    et al. 2020 draw it per pair too), grouping the pairs by k for `Split.sample_pairs`.
+    """
 
     def __init__(
         self,
         dataset: GroundTruthDataset,
         split: Split,
         batch_size: int,
-        pairs: bool,
+        pair_k: PairK | None,
         input_noise: bool,
         device: torch.device,
         rng: np.random.Generator,
+        noise_sd: tuple[float, float] = (0.05, 0.1),
     ) -> None:
         self.dataset, self.split = dataset, split
-        self.batch_size, self.pairs, self.input_noise = batch_size, pairs, input_noise
+        self.batch_size, self.pair_k, self.input_noise = batch_size, pair_k, input_noise
+        self.noise_sd = noise_sd
         self.device, self.rng = device, rng
+        sizes = torch.tensor(dataset.factors.sizes, dtype=torch.float32, device=device)
+        self.scale = 1.0 / (sizes - 1.0).clamp(min=1.0)
+        box = bounding_box(split.selector("encoder"), dataset.factors)
+        self.varying = sum(int(allowed.sum()) > 1 for allowed in box)
+        if pair_k == "random" and self.varying < 2:
+            raise ValueError(
+                f"k='random' needs at least 2 factors varying in split {split.name!r}'s "
+                f"encoder set, it has {self.varying}"
+            )
+        if isinstance(pair_k, int) and pair_k > self.varying:
+            raise ValueError(
+                f"k={pair_k}: pairs cannot differ in more factors than vary in split "
+                f"{split.name!r}'s encoder set ({self.varying})"
+            )
 
-    def _images(self, indices: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
-        clean = self.dataset.render(torch.from_numpy(indices).to(self.device))
-        noisy = add_input_noise(clean) if self.input_noise else clean
-        return noisy, clean
+    def _images(self, indices: np.ndarray) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        idx = torch.from_numpy(indices).to(self.device)
+        clean = self.dataset.render(idx)
+        noisy = add_input_noise(clean, *self.noise_sd) if self.input_noise else clean
+        return noisy, clean, idx.float() * self.scale
+
+    def _pairs(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        if self.pair_k != "random":
+            assert isinstance(self.pair_k, int)
+            return self.split.sample_pairs("encoder", n, self.pair_k, self.rng)
+        ks = self.rng.integers(1, self.varying, size=n)  # uniform in 1..K-1
+        first = np.empty((n, self.dataset.factors.num_factors), dtype=np.int64)
+        second = np.empty_like(first)
+        for k in np.unique(ks):
+            rows = np.flatnonzero(ks == k)
+            first[rows], second[rows] = self.split.sample_pairs(
+                "encoder", rows.size, int(k), self.rng
+            )
+        return first, second
 
     def __call__(self) -> Batch:
-        if not self.pairs:
-            return Batch(*self._images(self.split.sample("encoder", self.batch_size, self.rng)))
-        first, second = self.split.sample_pairs("encoder", self.batch_size, 1, self.rng)
+        if self.pair_k is None:
+            indices = self.split.sample("encoder", self.batch_size, self.rng)
+            inputs, targets, factors = self._images(indices)
+            return Batch(inputs, targets, factors=factors)
+        first, second = self._pairs(self.batch_size)
         # One render call for both halves: rendering cost is per call as much as per image.
-        inputs, targets = self._images(np.concatenate([first, second]))
+        inputs, targets, factors = self._images(np.concatenate([first, second]))
         n = self.batch_size
-        return Batch(inputs[:n], targets[:n], inputs[n:], targets[n:])
+        return Batch(inputs[:n], targets[:n], inputs[n:], targets[n:], factors[:n], factors[n:])
 
 
 def train(
@@ -80,59 +120,88 @@ def train(
 ) -> list[dict[str, float]]:
     """Train `model` in place for `config.steps` steps; returns the reported history.
 
-    `on_progress` gets the train/* means every `report_every` steps and a resumable state every
+    The same loop serves every objective: per step it minimises `terms.loss` over the model's
+    parameters with Adam, then lets the objective update its own networks
+    (`Objective.auxiliary_step`). `on_progress` gets the train/* means (loss, recon, kl and the
+    objective's extras) every `report_every` steps and a resumable state every
     `checkpoint_every` steps (and both at the last step). With `resume_from` (such a state)
-    training continues from that step with the same parameters, optimiser moments and random
-    streams.
+    training continues from that step with the same parameters, optimiser moments (the
+    objective's included) and random streams, so on CPU it ends bit-for-bit where an
+    uninterrupted run does.
     """
     model.to(device).train()
-    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
     rng = np.random.default_rng(seed)
     torch.manual_seed(seed)
+    objective.setup(model, device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
     history: list[dict[str, float]] = []
     step = 0
     if resume_from is not None:
         model.load_state_dict(resume_from["model"])
         optimizer.load_state_dict(resume_from["optimizer"])
+        objective.load_state_dict(resume_from.get("objective", {}))
         rng.bit_generator.state = resume_from["np_rng"]
         torch.set_rng_state(resume_from["torch_rng"])
+        if device.type == "cuda" and resume_from.get("cuda_rng") is not None:
+            torch.cuda.set_rng_state(resume_from["cuda_rng"], device)
         history = list(resume_from["history"])
         step = int(resume_from["step"])
 
     sampler = BatchSampler(
-        dataset, split, config.batch_size, objective.pairs, config.input_noise, device, rng
+        dataset,
+        split,
+        config.batch_size,
+        objective.pair_k,
+        config.input_noise,
+        device,
+        rng,
+        noise_sd=(config.input_noise_pixel_sd, config.input_noise_grey_sd),
     )
-    sums = torch.zeros(3, device=device)  # loss, recon, kl since the last report
+    names: list[str] = []
+    sums: torch.Tensor | None = None  # per reported scalar, since the last report
     count = 0
     while step < config.steps:
         batch = sampler()
-        terms = objective(model, batch, kl_weight=kl_warmup(step, config.kl_warmup_steps))
+        terms = objective(
+            model, batch, step=step, kl_weight=kl_warmup(step, config.kl_warmup_steps)
+        )
         optimizer.zero_grad(set_to_none=True)
         terms.loss.backward()
         if config.grad_clip is not None:
             torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
         optimizer.step()
+        objective.auxiliary_step(terms)
         step += 1
+        scalars = terms.scalars()
+        if sums is None:
+            names = list(scalars)
+            sums = torch.zeros(len(names), device=device)
+        elif list(scalars) != names:
+            raise RuntimeError(
+                f"the objective's reported terms changed: {names} -> {list(scalars)}"
+            )
         # Accumulate on the device: a .item() per step would synchronise a GPU every step.
-        sums += torch.stack([terms.loss.detach(), terms.recon.detach(), terms.kl.detach()])
+        sums += torch.stack([scalars[n].to(sums.dtype) for n in names])
         count += 1
         row: dict[str, float] | None = None
         state: dict[str, Any] | None = None
         if step % config.report_every == 0 or step == config.steps:
-            loss, recon, kl = (sums / count).tolist()
-            if not math.isfinite(loss):
-                raise TrainingDiverged(step, loss)
-            row = {"train/loss": loss, "train/recon": recon, "train/kl": kl}
+            means = dict(zip(names, (sums / count).tolist(), strict=True))
+            if not math.isfinite(means["loss"]):
+                raise TrainingDiverged(step, means["loss"])
+            row = {f"train/{n}": v for n, v in means.items()}
             history.append({"step": float(step), **row})
             sums.zero_()
             count = 0
-        if step % config.checkpoint_every == 0 or step == config.steps:
+        if step % config.checkpoint_interval == 0 or step == config.steps:
             state = {
                 "step": step,
                 "model": model.state_dict(),
                 "optimizer": optimizer.state_dict(),
+                "objective": objective.state_dict(),
                 "np_rng": rng.bit_generator.state,
                 "torch_rng": torch.get_rng_state(),
+                "cuda_rng": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
                 "history": history,
             }
         if on_progress is not None and (row is not None or state is not None):

@@ -1,14 +1,35 @@
-"""Model zoo: the reference conv architecture's shapes and the objectives' defining behaviour."""
+"""Model zoo: architectures, input noise, the registry and building from a config, costs."""
 
 from __future__ import annotations
+
+from collections.abc import Iterator
 
 import pytest
 import torch
 
-from raystudy.models import Batch, build_model, get_objective
+from raystudy.models import (
+    OBJECTIVES,
+    build,
+    build_model,
+    example_batch,
+    flops_per_step,
+    get_objective,
+    num_parameters,
+    objective_from_config,
+)
 from raystudy.models.noise import add_input_noise
-from raystudy.models.objectives.ada_gvae import adaptive_average
+from raystudy.models.resnet import GatedResidualBlock
 from raystudy.models.vae import gaussian_kl, gaussian_kl_between
+from raystudy.spec import ModelConfig
+
+
+@pytest.fixture(autouse=True)
+def one_torch_thread() -> Iterator[None]:
+    """Small tensors on shared cores: a second torch thread only adds synchronisation."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 @pytest.mark.parametrize("channels", [1, 3])
@@ -23,6 +44,47 @@ def test_conv_vae_shapes_match_disentanglement_lib(channels: int) -> None:
     assert [c.kernel_size[0] for c in convs] == [4, 4, 2, 2]
     deconvs = [m for m in model.decoder.modules() if isinstance(m, torch.nn.ConvTranspose2d)]
     assert [c.out_channels for c in deconvs] == [64, 32, 32, channels]
+
+
+@pytest.mark.parametrize("resolution", [64, 128])
+def test_resnet_shapes_and_its_identity_start(resolution: int) -> None:
+    torch.manual_seed(0)
+    model = build_model("resnet", 3, latent_dim=6, resolution=resolution)
+    x = torch.rand(2, 3, resolution, resolution)
+    mu, logvar = model.encode(x)
+    assert mu.shape == logvar.shape == (2, 6)
+    assert model.decode(mu).shape == (2, 3, resolution, resolution)
+    stem = next(m for m in model.encoder.modules() if isinstance(m, torch.nn.Conv2d))
+    assert stem.kernel_size == (5, 5) and stem.stride == (2, 2) and stem.out_channels == 64
+    one_by_one = [
+        m.out_channels
+        for m in model.encoder.modules()
+        if isinstance(m, torch.nn.Conv2d) and m.kernel_size == (1, 1)
+    ]
+    assert one_by_one == [128, 256]  # the channel changes 64 -> 128 -> 256
+    blocks = [m for m in model.modules() if isinstance(m, GatedResidualBlock)]
+    assert blocks and all(float(b.gate.detach()) == 0.0 for b in blocks)
+    h = torch.randn(1, 64, 8, 8)
+    assert torch.equal(blocks[0](h), h)  # gate 0: the block starts as the identity
+    assert isinstance(model.encoder.norm, torch.nn.LayerNorm)
+    # Small-init log-variance head: every initial variance is close to 1.
+    assert logvar.abs().max() < 0.1 < mu.abs().max()
+
+
+def test_resnet_refuses_other_resolutions() -> None:
+    with pytest.raises(ValueError, match="64, 128"):
+        build_model("resnet", 1, 4, resolution=32)
+
+
+def test_mlp_is_higgins_1200_1200() -> None:
+    model = build_model("mlp", 1, latent_dim=5)
+    x = torch.rand(3, 1, 64, 64)
+    mu, _ = model.encode(x)
+    assert mu.shape == (3, 5) and model.decode(mu).shape == (3, 1, 64, 64)
+    widths = [m.out_features for m in model.encoder.modules() if isinstance(m, torch.nn.Linear)]
+    assert widths == [1200, 1200, 5, 5]
+    widths = [m.out_features for m in model.decoder.modules() if isinstance(m, torch.nn.Linear)]
+    assert widths == [1200, 1200, 1200, 64 * 64]
 
 
 def test_kl_formulas() -> None:
@@ -40,59 +102,92 @@ def test_kl_formulas() -> None:
     assert torch.allclose(gaussian_kl_between(m1, l1, m2, l2), ref, atol=1e-5)
 
 
-def test_ada_gvae_averages_only_the_dimensions_that_did_not_change() -> None:
-    mu1 = torch.tensor([[0.0, 1.0, -1.0, 0.5]])
-    mu2 = mu1.clone()
-    mu2[0, 2] = 3.0  # one factor changed -> one latent moved a lot
-    mu2[0, 0] = 0.05  # small noise elsewhere
-    logvar = torch.full_like(mu1, -2.0)
-    a_mu, _, b_mu, _ = adaptive_average(mu1, logvar, mu2, logvar.clone())
-    assert a_mu[0, 2] == mu1[0, 2] and b_mu[0, 2] == mu2[0, 2]  # kept apart
-    shared = [0, 1, 3]
-    assert torch.allclose(a_mu[0, shared], b_mu[0, shared])
-    assert torch.isclose(a_mu[0, 0], torch.tensor(0.025))
-
-
-@pytest.mark.parametrize("name", ["beta_vae", "ada_gvae"])
-def test_objectives_lower_their_loss_on_a_fixed_batch(name: str) -> None:
-    torch.manual_seed(0)
-    model = build_model("conv", 1, 4)
-    objective = get_objective(name, beta=2.0)
-    x = torch.zeros(8, 1, 64, 64)
-    for i in range(8):  # a white square moving along the diagonal: learnable structure
-        x[i, 0, 6 * i : 6 * i + 16, 6 * i : 6 * i + 16] = 1.0
-    batch = Batch(x, x, x.flip(0), x.flip(0)) if objective.pairs else Batch(x, x)
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
-    first = objective(model, batch).loss.item()
-    for _ in range(30):
-        terms = objective(model, batch)
-        optimizer.zero_grad()
-        terms.loss.backward()
-        optimizer.step()
-    assert terms.loss.item() < 0.8 * first
-    # beta weighs the KL term: the loss is recon + beta * kl
-    assert torch.isclose(terms.loss, terms.recon + 2.0 * terms.kl)
-
-
-def test_ada_gvae_refuses_unpaired_batches() -> None:
-    x = torch.rand(2, 1, 64, 64)
-    with pytest.raises(ValueError, match="pairs"):
-        get_objective("ada_gvae")(build_model("conv", 1, 3), Batch(x, x))
-
-
-def test_input_noise_perturbs_within_range_and_is_seedable() -> None:
-    x = torch.full((2, 3, 64, 64), 0.5)
+def test_input_noise_is_seedable_zero_mean_and_leaves_the_input_alone() -> None:
+    x = torch.full((64, 3, 64, 64), 0.5)
     g1, g2 = torch.Generator().manual_seed(1), torch.Generator().manual_seed(1)
     a, b = add_input_noise(x, generator=g1), add_input_noise(x, generator=g2)
-    assert torch.equal(a, b)
-    assert a.min() >= 0 and a.max() <= 1 and (a - x).abs().mean() > 0.02
+    assert torch.equal(a, b) and torch.equal(x, torch.full_like(x, 0.5))
+    assert (a - x).abs().mean() > 0.02 and abs(float((a - x).mean())) < 0.01
     # the greyscale component is shared by the channels: channel differences are pixel noise only
     grey = add_input_noise(x, sigma_pixel=0.0, generator=torch.Generator().manual_seed(2))
     assert torch.allclose(grey[:, 0], grey[:, 1]) and not torch.allclose(grey, x)
+    # ...and smooth: a 4x4 field upsampled x16, so neighbouring pixels barely differ
+    step = (grey[..., 1:] - grey[..., :-1]).abs().max()
+    assert step < 0.25 * (grey - x).abs().max()
+    pix = add_input_noise(x, sigma_grey=0.0, sigma_pixel=0.2, generator=g1)
+    assert abs(float((pix - x).std()) - 0.2) < 0.01
+    # unclipped by default (zero mean on black pixels); clip=True keeps [0, 1]
+    black = torch.zeros(4, 1, 64, 64)
+    assert add_input_noise(black).min() < 0
+    clipped = add_input_noise(black, clip=True)
+    assert clipped.min() >= 0 and clipped.max() <= 1
 
 
-def test_unknown_names() -> None:
+def test_unknown_names_and_hyperparameters() -> None:
     with pytest.raises(ValueError, match="did you mean 'beta_vae'"):
         get_objective("beta_vea")
     with pytest.raises(ValueError, match="unknown architecture"):
         build_model("transformer", 1, 2)
+    with pytest.raises(ValueError, match="reads: gamma"):
+        get_objective("factor_vae", beta=2.0)
+    with pytest.raises(ValueError, match="'random'"):
+        get_objective("ada_gvae", k=0)
+    with pytest.raises(ValueError, match="kl_mode"):
+        get_objective("ml_vae", kl_mode="js")
+
+
+def test_every_objective_builds_from_a_config_reading_only_its_fields() -> None:
+    expected = {
+        "vae",
+        "beta_vae",
+        "annealed_vae",
+        "factor_vae",
+        "dip_vae_i",
+        "dip_vae_ii",
+        "beta_tcvae",
+        "ada_gvae",
+        "ml_vae",
+        "gt_decoder",
+        "supervised",
+    }
+    assert set(OBJECTIVES.names()) == expected
+    cfg = dict(beta=6.0, c_max=50.0, iteration_threshold=10, lambda_od=2.0, kl_mode="symmetric_kl")
+    annealed = objective_from_config(ModelConfig(objective="annealed_vae", **cfg))
+    assert (annealed.gamma, annealed.c_max, annealed.iteration_threshold) == (1000.0, 50.0, 10)
+    assert objective_from_config(ModelConfig(objective="factor_vae")).gamma == 10.0
+    assert objective_from_config(ModelConfig(objective="factor_vae", gamma=40)).gamma == 40.0
+    dip1 = objective_from_config(ModelConfig(objective="dip_vae_i", **cfg))
+    dip2 = objective_from_config(ModelConfig(objective="dip_vae_ii", **cfg))
+    assert (dip1.lambda_od, dip1.lambda_d, dip2.lambda_d) == (2.0, 20.0, 2.0)
+    weak = objective_from_config(ModelConfig(objective="ml_vae", k="random", **cfg))
+    assert (weak.beta, weak.kl_mode, weak.pair_k) == (6.0, "symmetric_kl", "random")
+    assert objective_from_config(ModelConfig(objective="vae", **cfg)).beta == 1.0
+    assert objective_from_config(ModelConfig(objective="beta_tcvae", **cfg)).beta == 6.0
+
+
+def test_reference_objectives_get_one_code_dimension_per_factor() -> None:
+    for name, ground_truth in [("gt_decoder", True), ("supervised", False), ("vae", False)]:
+        model, _ = build(ModelConfig(objective=name, latent_dim=10), 3, 64, num_factors=6)
+        assert model.latent_dim == (10 if name == "vae" else 6)
+        assert model.code_is_ground_truth is ground_truth
+
+
+def test_parameter_count_and_flops_per_step() -> None:
+    model, objective = build(ModelConfig(objective="beta_vae"), 1, 64, num_factors=5)
+    assert num_parameters(model) == sum(p.numel() for p in model.parameters())
+    single = flops_per_step(
+        model, objective, example_batch(1, 64, 5, 4, False, torch.device("cpu"))
+    )
+    double = flops_per_step(
+        model, objective, example_batch(1, 64, 5, 8, False, torch.device("cpu"))
+    )
+    assert single > 0 and double == 2 * single  # linear in the batch size
+    assert all(p.grad is None for p in model.parameters())  # counting leaves no gradients
+    weak_model, weak = build(ModelConfig(objective="ada_gvae"), 1, 64, num_factors=5)
+    pairs = flops_per_step(weak_model, weak, example_batch(1, 64, 5, 4, True, torch.device("cpu")))
+    assert abs(pairs / single - 2.0) < 0.01  # a batch of 4 pairs is 8 images
+    fmodel, factor = build(ModelConfig(objective="factor_vae"), 1, 64, num_factors=5)
+    with_discriminator = flops_per_step(
+        fmodel, factor, example_batch(1, 64, 5, 4, False, torch.device("cpu"))
+    )
+    assert with_discriminator > single  # the discriminator's passes count too

@@ -3,15 +3,25 @@
 from __future__ import annotations
 
 from raystudy.models.architectures import ARCHITECTURES
+from raystudy.models.factory import (
+    build,
+    build_model,
+    example_batch,
+    flops_per_step,
+    model_cost,
+    num_parameters,
+)
 from raystudy.models.noise import add_input_noise
-from raystudy.models.objectives import OBJECTIVES, Batch, LossTerms, Objective, get_objective
+from raystudy.models.objectives import (
+    OBJECTIVES,
+    Batch,
+    LossTerms,
+    Objective,
+    PairK,
+    get_objective,
+    objective_from_config,
+)
 from raystudy.models.vae import VAE
-
-
-def build_model(architecture: str, channels: int, latent_dim: int, resolution: int = 64) -> VAE:
-    encoder, decoder = ARCHITECTURES.get(architecture)(channels, latent_dim, resolution)
-    return VAE(encoder, decoder, latent_dim)
-
 
 __all__ = [
     "ARCHITECTURES",
@@ -20,7 +30,14 @@ __all__ = [
     "Batch",
     "LossTerms",
     "Objective",
+    "PairK",
     "add_input_noise",
+    "build",
     "build_model",
+    "example_batch",
+    "flops_per_step",
     "get_objective",
+    "model_cost",
+    "num_parameters",
+    "objective_from_config",
 ]

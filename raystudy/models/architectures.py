@@ -1,4 +1,9 @@
-"""Registry of encoder/decoder architectures: name -> builder(channels, latent_dim, resolution)."""
+"""Registry of encoder/decoder architectures: name -> builder(channels, latent_dim, resolution).
+
+- `conv`: disentanglement_lib's 64x64 convolutional encoder/decoder (`conv.py`).
+- `resnet`: Dittadi et al.'s deep residual encoder/decoder, 64 or 128 px (`resnet.py`).
+- `mlp`: Higgins et al.'s 1200-1200 fully connected encoder/decoder (`mlp.py`).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,8 @@ from collections.abc import Callable
 from torch import nn
 
 from raystudy.models.conv import ConvDecoder, ConvEncoder
+from raystudy.models.mlp import MLPDecoder, MLPEncoder
+from raystudy.models.resnet import ResNetDecoder, ResNetEncoder
 from raystudy.registry import Registry
 
 ArchitectureBuilder = Callable[[int, int, int], tuple[nn.Module, nn.Module]]
@@ -17,5 +24,19 @@ ARCHITECTURES: Registry[ArchitectureBuilder] = Registry("architecture")
 @ARCHITECTURES.register("conv")
 def conv(channels: int, latent_dim: int, resolution: int) -> tuple[nn.Module, nn.Module]:
     return ConvEncoder(channels, latent_dim, resolution), ConvDecoder(
+        channels, latent_dim, resolution
+    )
+
+
+@ARCHITECTURES.register("resnet")
+def resnet(channels: int, latent_dim: int, resolution: int) -> tuple[nn.Module, nn.Module]:
+    return ResNetEncoder(channels, latent_dim, resolution), ResNetDecoder(
+        channels, latent_dim, resolution
+    )
+
+
+@ARCHITECTURES.register("mlp")
+def mlp(channels: int, latent_dim: int, resolution: int) -> tuple[nn.Module, nn.Module]:
+    return MLPEncoder(channels, latent_dim, resolution), MLPDecoder(
         channels, latent_dim, resolution
     )

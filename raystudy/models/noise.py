@@ -1,11 +1,18 @@
-"""Input noise of Dittadi et al. (ICLR 2021), Sec. 4 / App. A.
+"""Input noise of Dittadi et al. (ICLR 2021), Sec. 4 / App.
 
-The encoder sees x + sigma_pix * eps_pix + sigma_grey * up(eps_grey), where eps_pix is Gaussian
-per sub-pixel and eps_grey is one Gaussian greyscale field at 1/`coarse` of the resolution,
-bilinearly upsampled and shared by all channels; the result is clipped to [0, 1]. The decoder
-still reconstructs the clean image. The paper reports that this noise makes representations
-transfer better to real images; the magnitudes here are raystudy's defaults (the paper's exact
-values were lost from the seed text) and are configurable.
+The encoder sees
+
+    x + sigma_pixel * eps_pix + sigma_grey * up_coarse(eps_grey),
+
+eps_pix ~ N(0, 1) per sub-pixel (each channel of each pixel), eps_grey ~ N(0, 1) one greyscale
+field at 1/`coarse` of the resolution (coarse = 16: a 4x4 field at 64 px), bilinearly
+upsampled to full size and added to every channel alike. Both components have zero mean; by
+default the result is not clipped, since clipping to [0, 1] would turn the noise on black or
+white pixels into a one-sided, biased perturbation (`clip=True` clips anyway). The decoder
+still reconstructs the clean image: the training loop passes the noisy image as
+`Batch.inputs` and the clean one as `Batch.targets`. The paper reports that this noise makes
+representations transfer better to real images. The magnitudes are raystudy's defaults (the
+paper's exact values are not reproduced here) and are arguments, for a config to set.
 """
 
 from __future__ import annotations
@@ -13,14 +20,20 @@ from __future__ import annotations
 import torch
 from torch.nn import functional as F
 
+SIGMA_PIXEL = 0.05
+SIGMA_GREY = 0.1
+COARSE = 16
+
 
 def add_input_noise(
     x: torch.Tensor,
-    sigma_pixel: float = 0.05,
-    sigma_grey: float = 0.1,
-    coarse: int = 8,
+    sigma_pixel: float = SIGMA_PIXEL,
+    sigma_grey: float = SIGMA_GREY,
+    coarse: int = COARSE,
     generator: torch.Generator | None = None,
+    clip: bool = False,
 ) -> torch.Tensor:
+    """A noisy copy of images x [B, C, H, W] (see the module doc); x is left unchanged."""
     b, _, h, w = x.shape
     pix = torch.randn(x.shape, generator=generator, device=x.device, dtype=x.dtype)
     grey = torch.randn(
@@ -30,4 +43,5 @@ def add_input_noise(
         dtype=x.dtype,
     )
     grey = F.interpolate(grey, size=(h, w), mode="bilinear", align_corners=False)
-    return (x + sigma_pixel * pix + sigma_grey * grey).clamp_(0.0, 1.0)
+    noisy = x + sigma_pixel * pix + sigma_grey * grey
+    return noisy.clamp_(0.0, 1.0) if clip else noisy

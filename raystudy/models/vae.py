@@ -5,6 +5,8 @@ Kingma & Welling (2014): q(z|x) = N(mu(x), diag(exp(logvar(x)))), p(x|z) = Berno
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -25,6 +27,11 @@ def gaussian_kl_between(
     return 0.5 * (logvar2 - logvar1 + (logvar1.exp() + (mu1 - mu2).pow(2)) / logvar2.exp() - 1.0)
 
 
+def gaussian_log_density(z: torch.Tensor, mu: torch.Tensor, logvar: torch.Tensor) -> torch.Tensor:
+    """Elementwise log N(z; mu, exp(logvar)) = -0.5 (log 2 pi + logvar + (z - mu)^2 / var)."""
+    return -0.5 * (math.log(2.0 * math.pi) + logvar + (z - mu).pow(2) * (-logvar).exp())
+
+
 def bernoulli_nll(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     """Per-image negative log-likelihood of `target` under Bernoulli(sigmoid(logits)), in nats.
 
@@ -35,13 +42,25 @@ def bernoulli_nll(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
 
 
 class VAE(nn.Module):
-    """An encoder producing (mu, logvar) and a decoder producing pixel logits."""
+    """An encoder producing (mu, logvar) and a decoder producing pixel logits.
 
-    def __init__(self, encoder: nn.Module, decoder: nn.Module, latent_dim: int) -> None:
+    ``code_is_ground_truth`` marks the gt_decoder reference: its representation is the
+    normalised ground-truth factors, not the encoder's mean (the encoder then only serves the
+    paths that start from an image, e.g. reconstructions).
+    """
+
+    def __init__(
+        self,
+        encoder: nn.Module,
+        decoder: nn.Module,
+        latent_dim: int,
+        code_is_ground_truth: bool = False,
+    ) -> None:
         super().__init__()
         self.encoder = encoder
         self.decoder = decoder
         self.latent_dim = latent_dim
+        self.code_is_ground_truth = code_is_ground_truth
 
     def encode(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return self.encoder(x)

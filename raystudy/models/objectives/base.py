@@ -1,45 +1,114 @@
-"""What every objective is: a per-batch loss over a VAE, with the terms it reports."""
+"""What every objective is: a per-batch loss over a VAE, with the terms it reports.
+
+The training loop (`raystudy.train`) knows only this interface:
+
+1. ``objective.setup(model, device)`` once, after seeding: builds the objective's own networks
+   and optimisers afresh (FactorVAE's discriminator); most objectives have none.
+2. Per step: ``terms = objective(model, batch, step=step, kl_weight=w)``; the loop minimises
+   ``terms.loss`` over the model's parameters with its own optimiser, then calls
+   ``objective.auxiliary_step(terms)``, which updates the objective's own networks from
+   ``terms.aux_loss``.
+3. Checkpoints hold ``objective.state_dict()``; ``load_state_dict`` restores it after `setup`.
+
+Class attributes tell the loop and the trial what an objective needs: ``pairs`` (pairs of
+images differing in ``k`` factors, see ``pair_k``), ``code_is_factor_sized`` (the code has one
+dimension per ground-truth factor, whatever ``latent_dim`` says) and ``code_is_ground_truth``
+(the representation *is* the normalised factors). ``hyperparameters`` names the `ModelConfig`
+fields an objective reads; no other field reaches it.
+"""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
-from typing import ClassVar
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
 
 import torch
 
 from raystudy.models.vae import VAE
+
+#: How many factors differ within a pair: a fixed number, or "random" (uniform in 1..K-1).
+PairK = int | Literal["random"]
 
 
 @dataclass
 class Batch:
     """Encoder inputs (possibly noisy) and decoder targets (clean), [B, C, H, W] each.
 
-    Weakly supervised objectives also get the second image of each pair.
+    Weakly supervised objectives also get the second image of each pair. ``factors`` (and
+    ``factors2`` for pairs) are the ground-truth factor indices normalised to [0, 1] per factor
+    (index / (size - 1)), float [B, K], for the reference objectives that use them.
     """
 
     inputs: torch.Tensor
     targets: torch.Tensor
     inputs2: torch.Tensor | None = None
     targets2: torch.Tensor | None = None
+    factors: torch.Tensor | None = None
+    factors2: torch.Tensor | None = None
 
 
 @dataclass
 class LossTerms:
-    """`loss` is what is minimised; `recon` and `kl` are per-image means, for reporting."""
+    """`loss` is what the model's optimiser minimises; `recon` and `kl` are per-image means.
+
+    ``extras`` holds further scalars to report (as ``train/<name>``), the same names at every
+    step. ``aux_loss`` is the loss of the objective's own networks, minimised by the objective
+    in :meth:`Objective.auxiliary_step`; it must not reach the model's parameters.
+    """
 
     loss: torch.Tensor
     recon: torch.Tensor
     kl: torch.Tensor
+    extras: dict[str, torch.Tensor] = field(default_factory=dict)
+    aux_loss: torch.Tensor | None = None
+
+    def scalars(self) -> dict[str, torch.Tensor]:
+        """Every reported scalar, detached, in a stable order: loss, recon, kl, extras."""
+        out = {"loss": self.loss, "recon": self.recon, "kl": self.kl, **self.extras}
+        return {k: v.detach() for k, v in out.items()}
 
 
 class Objective(ABC):
     #: True when the objective trains on pairs of images that differ in k factors.
     pairs: ClassVar[bool] = False
+    #: The code has one dimension per ground-truth factor (gt_decoder, supervised).
+    code_is_factor_sized: ClassVar[bool] = False
+    #: The representation is the normalised ground-truth factors themselves (gt_decoder).
+    code_is_ground_truth: ClassVar[bool] = False
+    #: The `ModelConfig` fields this objective reads (keyword arguments of its constructor).
+    hyperparameters: ClassVar[tuple[str, ...]] = ()
 
-    def __init__(self, beta: float = 1.0) -> None:
-        self.beta = beta
+    @property
+    def pair_k(self) -> PairK | None:
+        """Factors changed within a pair; None for objectives that train on single images."""
+        return None
+
+    def setup(self, model: VAE, device: torch.device) -> None:  # noqa: B027 (optional hook)
+        """Build the objective's own networks and optimisers afresh (none by default)."""
+
+    def auxiliary_step(self, terms: LossTerms) -> None:  # noqa: B027 (optional hook)
+        """Update the objective's own networks from ``terms.aux_loss`` (nothing by default)."""
+
+    def state_dict(self) -> dict[str, Any]:
+        """The objective's trainable state for checkpoints (empty by default)."""
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if state:
+            raise ValueError(f"{type(self).__name__} has no state, got keys {sorted(state)}")
 
     @abstractmethod
-    def __call__(self, model: VAE, batch: Batch, kl_weight: float = 1.0) -> LossTerms:
-        """`kl_weight` in [0, 1] is the linear KL warm-up factor applied on top of beta."""
+    def __call__(
+        self, model: VAE, batch: Batch, *, step: int = 0, kl_weight: float = 1.0
+    ) -> LossTerms:
+        """The loss of one batch.
+
+        `step` counts the optimiser steps already taken (0 at the first batch); `kl_weight` in
+        [0, 1] is the linear warm-up factor, applied to the whole regulariser (every term but
+        the reconstruction).
+        """
+
+    def __repr__(self) -> str:
+        hp = ", ".join(f"{h}={getattr(self, h)!r}" for h in self.hyperparameters)
+        return f"{type(self).__name__}({hp})"

@@ -1,9 +1,16 @@
-"""beta-VAE (Higgins et al., ICLR 2017): E_q[-log p(x|z)] + beta * KL(q(z|x) || N(0, I)).
+"""beta-VAE (Higgins et al., ICLR 2017) and the plain VAE (Kingma & Welling, ICLR 2014).
 
-beta = 1 is the plain VAE of Kingma & Welling (2014).
+    loss = E_q(z|x)[-log p(x|z)] + beta * KL(q(z|x) || N(0, I))
+
+one posterior sample per image, Bernoulli likelihood summed over pixels, means over the batch
+(disentanglement_lib's `BetaVAE`). `vae` is the same loss with beta fixed at 1; it reads no
+hyperparameter, so a sweep over `beta` leaves it unchanged. disentanglement_lib's study sweeps
+beta in {1, 2, 4, 6, 8, 16}.
 """
 
 from __future__ import annotations
+
+from typing import ClassVar
 
 from raystudy.models.objectives.base import Batch, LossTerms, Objective
 from raystudy.models.objectives.registry import OBJECTIVES
@@ -12,8 +19,23 @@ from raystudy.models.vae import VAE, bernoulli_nll, gaussian_kl
 
 @OBJECTIVES.register("beta_vae")
 class BetaVAE(Objective):
-    def __call__(self, model: VAE, batch: Batch, kl_weight: float = 1.0) -> LossTerms:
+    hyperparameters: ClassVar[tuple[str, ...]] = ("beta",)
+
+    def __init__(self, beta: float = 1.0) -> None:
+        self.beta = float(beta)
+
+    def __call__(
+        self, model: VAE, batch: Batch, *, step: int = 0, kl_weight: float = 1.0
+    ) -> LossTerms:
         logits, mu, logvar = model(batch.inputs)
         recon = bernoulli_nll(logits, batch.targets).mean()
         kl = gaussian_kl(mu, logvar).sum(dim=1).mean()
-        return LossTerms(recon + self.beta * kl_weight * kl, recon, kl)
+        return LossTerms(recon + kl_weight * self.beta * kl, recon, kl)
+
+
+@OBJECTIVES.register("vae")
+class PlainVAE(BetaVAE):
+    hyperparameters: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self) -> None:
+        super().__init__(beta=1.0)

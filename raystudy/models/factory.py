@@ -1,0 +1,106 @@
+"""A model and its objective from a `ModelConfig`, and what they cost (parameters, FLOPs)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+from torch import nn
+from torch.utils.flop_counter import FlopCounterMode
+
+from raystudy.models.architectures import ARCHITECTURES
+from raystudy.models.objectives import Batch, Objective, objective_from_config
+from raystudy.models.vae import VAE
+
+if TYPE_CHECKING:
+    from raystudy.spec import ModelConfig
+
+
+def build_model(
+    architecture: str,
+    channels: int,
+    latent_dim: int,
+    resolution: int = 64,
+    code_is_ground_truth: bool = False,
+) -> VAE:
+    encoder, decoder = ARCHITECTURES.get(architecture)(channels, latent_dim, resolution)
+    return VAE(encoder, decoder, latent_dim, code_is_ground_truth=code_is_ground_truth)
+
+
+def build(
+    config: ModelConfig, channels: int, resolution: int, num_factors: int
+) -> tuple[VAE, Objective]:
+    """The model and objective a trial trains. The reference objectives (gt_decoder,
+    supervised) get a code of one dimension per factor whatever `latent_dim` says."""
+    objective = objective_from_config(config)
+    latent_dim = num_factors if objective.code_is_factor_sized else config.latent_dim
+    model = build_model(
+        config.architecture,
+        channels,
+        latent_dim,
+        resolution,
+        code_is_ground_truth=objective.code_is_ground_truth,
+    )
+    return model, objective
+
+
+def num_parameters(model: nn.Module) -> int:
+    """Trainable parameters of the model (encoder and decoder; not an objective's own
+    networks such as FactorVAE's discriminator)."""
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+def example_batch(
+    channels: int,
+    resolution: int,
+    num_factors: int,
+    batch_size: int,
+    pairs: bool,
+    device: torch.device,
+) -> Batch:
+    """Random tensors of a training batch's shapes (for FLOP counting and tests)."""
+
+    def images() -> torch.Tensor:
+        return torch.rand(batch_size, channels, resolution, resolution, device=device)
+
+    def factors() -> torch.Tensor:
+        return torch.rand(batch_size, num_factors, device=device)
+
+    if pairs:
+        x1, x2 = images(), images()
+        return Batch(x1, x1, x2, x2, factors(), factors())
+    x = images()
+    return Batch(x, x, factors=factors())
+
+
+def flops_per_step(model: VAE, objective: Objective, batch: Batch) -> int:
+    """FLOPs of one training step on `batch`: the objective's forward and backward passes
+    (the auxiliary loss's too), counted by torch's FlopCounterMode. It counts matrix
+    multiplications and convolutions (2 per multiply-add), not elementwise operations or the
+    optimiser update. Leaves no gradients behind; consumes random numbers (call it before
+    seeding the training)."""
+    with FlopCounterMode(display=False) as counter:
+        terms = objective(model, batch, step=0)
+        terms.loss.backward()
+        if terms.aux_loss is not None:
+            terms.aux_loss.backward()
+    model.zero_grad(set_to_none=True)
+    return int(counter.get_total_flops())
+
+
+def model_cost(
+    model: VAE,
+    objective: Objective,
+    channels: int,
+    resolution: int,
+    num_factors: int,
+    batch_size: int,
+) -> dict[str, int]:
+    """The trial params `model.num_params` and `model.flops_per_step` (one step at
+    `batch_size`, counted on random inputs on the model's device)."""
+    device = next(model.parameters()).device
+    batch = example_batch(channels, resolution, num_factors, batch_size, objective.pairs, device)
+    return {
+        "model.num_params": num_parameters(model),
+        "model.flops_per_step": flops_per_step(model, objective, batch),
+    }

@@ -1,0 +1,462 @@
+"""Each objective's loss against a direct computation written out here, on a small batch.
+
+The model is a tiny linear VAE whose posterior sample uses noise fixed by the test, so every
+term can be recomputed in float64 numpy from the model's own means and variances.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from raystudy.models import Batch, get_objective
+from raystudy.models.objectives.ada_gvae import adaptive_average
+from raystudy.models.objectives.annealed_vae import capacity
+from raystudy.models.objectives.beta_tcvae import total_correlation
+from raystudy.models.objectives.factor_vae import permute_dims
+from raystudy.models.objectives.ml_vae import poe_aggregate
+from raystudy.models.objectives.weak import pair_divergence, shared_dimensions
+from raystudy.models.vae import VAE
+
+D = 3  # latent dimensions
+K = 4  # factors
+PIX = 16  # a 1x4x4 image
+
+
+@pytest.fixture(autouse=True)
+def one_torch_thread() -> Iterator[None]:
+    """Small tensors on shared cores: a second torch thread only adds synchronisation."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+class TinyEncoder(nn.Module):
+    def __init__(self, latent_dim: int) -> None:
+        super().__init__()
+        self.latent_dim = latent_dim
+        self.net = nn.Linear(PIX, 2 * latent_dim)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        h = self.net(x.flatten(1))
+        return h[:, : self.latent_dim], 0.5 * h[:, self.latent_dim :]
+
+
+class FixedNoiseVAE(VAE):
+    """z = mu + eps * sd with eps set by the test (rows used in order)."""
+
+    def __init__(self, latent_dim: int = D, code_is_ground_truth: bool = False) -> None:
+        decoder = nn.Sequential(nn.Linear(latent_dim, PIX), nn.Unflatten(1, (1, 4, 4)))
+        super().__init__(TinyEncoder(latent_dim), decoder, latent_dim, code_is_ground_truth)
+        self.eps = torch.zeros(0, latent_dim)
+
+    def reparameterize(self, mu: torch.Tensor, logvar: torch.Tensor) -> torch.Tensor:
+        return mu + self.eps[: mu.shape[0]] * (0.5 * logvar).exp()
+
+
+def setup(seed: int = 0, n: int = 6, latent_dim: int = D) -> tuple[FixedNoiseVAE, Batch]:
+    torch.manual_seed(seed)
+    model = FixedNoiseVAE(latent_dim)
+    model.eps = torch.randn(2 * n, latent_dim)
+    x1 = (torch.rand(n, 1, 4, 4) > 0.5).float()
+    x2 = (torch.rand(n, 1, 4, 4) > 0.5).float()
+    f1, f2 = torch.rand(n, K), torch.rand(n, K)
+    return model, Batch(x1, x1, x2, x2, f1, f2)
+
+
+def np_(t: torch.Tensor) -> np.ndarray:
+    return t.detach().double().numpy()
+
+
+def np_recon(logits: np.ndarray, x: np.ndarray) -> float:
+    """Mean over images of -sum_pixels [x log s + (1 - x) log(1 - s)], s = sigmoid(logits)."""
+    s = 1.0 / (1.0 + np.exp(-logits))
+    per_image = -(x * np.log(s) + (1 - x) * np.log(1 - s)).reshape(len(x), -1).sum(axis=1)
+    return float(per_image.mean())
+
+
+def np_kl(mu: np.ndarray, logvar: np.ndarray) -> float:
+    """Mean over images of sum_d KL(N(mu_d, var_d) || N(0, 1))."""
+    return float((0.5 * (mu**2 + np.exp(logvar) - logvar - 1)).sum(axis=1).mean())
+
+
+def posterior(model: FixedNoiseVAE, x: torch.Tensor) -> tuple[np.ndarray, ...]:
+    """(mu, logvar, z, decoder logits at z) in float64."""
+    mu, logvar = (np_(t) for t in model.encode(x))
+    z = mu + np_(model.eps[: len(mu)]) * np.exp(0.5 * logvar)
+    logits = np_(model.decode(torch.from_numpy(z).float()))
+    return mu, logvar, z, logits
+
+
+def close(a: torch.Tensor | float, b: torch.Tensor | float, rel: float = 1e-5) -> bool:
+    a, b = (float(v.detach()) if isinstance(v, torch.Tensor) else v for v in (a, b))
+    return math.isclose(a, b, rel_tol=rel, abs_tol=1e-5)
+
+
+# -- beta-VAE, AnnealedVAE ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("name", "beta"), [("vae", 1.0), ("beta_vae", 4.0)])
+def test_beta_vae_loss(name: str, beta: float) -> None:
+    model, batch = setup()
+    mu, logvar, _, logits = posterior(model, batch.inputs)
+    recon, kl = np_recon(logits, np_(batch.targets)), np_kl(mu, logvar)
+    obj = get_objective(name, beta=beta) if name == "beta_vae" else get_objective(name)
+    terms = obj(model, batch)
+    assert close(terms.recon, recon) and close(terms.kl, kl)
+    assert close(terms.loss, recon + beta * kl)
+    assert close(obj(model, batch, kl_weight=0.25).loss, recon + 0.25 * beta * kl)
+
+
+def test_annealed_capacity_grows_linearly_then_stays() -> None:
+    assert [capacity(t, 20.0, 100) for t in (0, 50, 100, 250)] == [0.0, 10.0, 20.0, 20.0]
+    model, batch = setup()
+    mu, logvar, _, logits = posterior(model, batch.inputs)
+    recon, kl = np_recon(logits, np_(batch.targets)), np_kl(mu, logvar)
+    obj = get_objective("annealed_vae", gamma=1000.0, c_max=20.0, iteration_threshold=100)
+    for step, c in [(0, 0.0), (30, 6.0), (400, 20.0)]:
+        terms = obj(model, batch, step=step)
+        assert close(terms.extras["capacity"], c)
+        assert close(terms.loss, recon + 1000.0 * abs(kl - c))
+    assert close(obj(model, batch, step=30, kl_weight=0.5).loss, recon + 500.0 * abs(kl - 6.0))
+
+
+# -- DIP-VAE --------------------------------------------------------------------------------
+
+
+def np_dip(cov: np.ndarray, lambda_od: float, lambda_d: float) -> float:
+    total = 0.0
+    for i in range(cov.shape[0]):
+        for j in range(cov.shape[1]):
+            if i == j:
+                total += lambda_d * (cov[i, i] - 1.0) ** 2
+            else:
+                total += lambda_od * cov[i, j] ** 2
+    return total
+
+
+@pytest.mark.parametrize(("name", "factor"), [("dip_vae_i", 10.0), ("dip_vae_ii", 1.0)])
+def test_dip_covariance_penalties(name: str, factor: float) -> None:
+    model, batch = setup(n=8)
+    mu, logvar, _, logits = posterior(model, batch.inputs)
+    recon, kl = np_recon(logits, np_(batch.targets)), np_kl(mu, logvar)
+    cov = np.cov(mu.T, bias=True)  # the covariance of the means, 1/B normalisation
+    if name == "dip_vae_ii":
+        cov = cov + np.diag(np.exp(logvar).mean(axis=0))  # + E[Cov_q(z|x)]
+    penalty = np_dip(cov, 5.0, factor * 5.0)
+    terms = get_objective(name, lambda_od=5.0)(model, batch)
+    assert close(terms.extras["dip"], penalty, rel=1e-4)
+    assert close(terms.loss, recon + kl + penalty, rel=1e-4)
+
+
+# -- beta-TCVAE -----------------------------------------------------------------------------
+
+
+def np_normal_pdf(z: float, mu: float, logvar: float) -> float:
+    var = math.exp(logvar)
+    return math.exp(-((z - mu) ** 2) / (2 * var)) / math.sqrt(2 * math.pi * var)
+
+
+def np_tc(z: np.ndarray, mu: np.ndarray, logvar: np.ndarray) -> float:
+    """mean_i [log q(z_i) - sum_d log q(z_id)], q = the batch's mixture of posteriors."""
+    b, d = z.shape
+    total = 0.0
+    for i in range(b):
+        joint = sum(
+            math.prod(np_normal_pdf(z[i, k], mu[j, k], logvar[j, k]) for k in range(d))
+            for j in range(b)
+        )
+        marginals = [
+            sum(np_normal_pdf(z[i, k], mu[j, k], logvar[j, k]) for j in range(b)) / b
+            for k in range(d)
+        ]
+        total += math.log(joint / b) - sum(math.log(m) for m in marginals)
+    return total / b
+
+
+def test_tc_estimate_and_beta_tcvae_loss() -> None:
+    model, batch = setup(n=7)
+    mu, logvar, z, logits = posterior(model, batch.inputs)
+    tc = np_tc(z, mu, logvar)
+    got = total_correlation(*(torch.from_numpy(a) for a in (z, mu, logvar)))
+    assert close(got, tc, rel=1e-9)
+    recon, kl = np_recon(logits, np_(batch.targets)), np_kl(mu, logvar)
+    terms = get_objective("beta_tcvae", beta=6.0)(model, batch)
+    assert close(terms.extras["tc"], tc, rel=1e-4)
+    assert close(terms.loss, recon + kl + 5.0 * tc, rel=1e-4)
+    # Codes copied across dimensions are dependent: a large TC; independent ones near 0 (the
+    # minibatch estimate is biased upwards, less so for broader posteriors).
+    g = torch.Generator().manual_seed(0)
+    u = torch.randn(200, 1, generator=g)
+    narrow = torch.full((200, 2), -3.0)
+    dependent = total_correlation(u.repeat(1, 2), u.repeat(1, 2), narrow)
+    v = torch.randn(200, 2, generator=g)
+    independent = total_correlation(v, v, narrow)
+    assert dependent > 1.2 and abs(float(independent)) < 0.3
+
+
+# -- FactorVAE ------------------------------------------------------------------------------
+
+
+def test_permute_dims_shuffles_each_dimension_on_its_own() -> None:
+    torch.manual_seed(0)
+    u = torch.randn(500, 1)
+    z = torch.cat([u, u, -u], dim=1)
+    p = permute_dims(z)
+    for k in range(3):  # each column keeps its values...
+        assert torch.equal(p[:, k].sort().values, z[:, k].sort().values)
+    corr = torch.corrcoef(p.T)  # ...but the columns no longer move together
+    assert corr[0, 1].abs() < 0.2 and corr[0, 2].abs() < 0.2
+
+
+def test_factor_vae_loss_and_discriminator_loss() -> None:
+    model, batch = setup(n=8)
+    mu, logvar, z, logits = posterior(model, batch.inputs)
+    recon, kl = np_recon(logits, np_(batch.targets)), np_kl(mu, logvar)
+    obj = get_objective("factor_vae", gamma=30.0)
+    obj.setup(model, torch.device("cpu"))
+    torch.manual_seed(5)
+    terms = obj(model, batch)
+    assert obj.discriminator is not None
+    zt = torch.from_numpy(z).float()
+    with torch.no_grad():
+        real = obj.discriminator(zt)
+        torch.manual_seed(5)  # the permutation is the only draw in the call
+        fake = obj.discriminator(permute_dims(zt))
+    tc = float((real[:, 0] - real[:, 1]).mean())
+    assert close(terms.extras["tc"], tc, rel=1e-4)
+    assert close(terms.loss, recon + kl + 30.0 * tc, rel=1e-4)
+    ce = 0.5 * (
+        F.cross_entropy(real, torch.zeros(8, dtype=torch.long))
+        + F.cross_entropy(fake, torch.ones(8, dtype=torch.long))
+    )
+    assert terms.aux_loss is not None and close(terms.aux_loss, float(ce), rel=1e-4)
+
+
+def test_factor_vae_updates_its_discriminator_and_only_it() -> None:
+    model, batch = setup(n=8)
+    obj = get_objective("factor_vae")
+    obj.setup(model, torch.device("cpu"))
+    terms = obj(model, batch)
+    terms.loss.backward()
+    assert obj.discriminator is not None
+    # the VAE's loss reaches the encoder through D's input, never D's weights
+    assert all(p.grad is None for p in obj.discriminator.parameters())
+    assert model.encoder.net.weight.grad is not None
+    vae_grads = [p.grad.clone() for p in model.parameters()]
+    vae_params = [p.detach().clone() for p in model.parameters()]
+    d_before = [p.detach().clone() for p in obj.discriminator.parameters()]
+    obj.auxiliary_step(terms)
+    assert all(
+        not torch.equal(a, b) for a, b in zip(d_before, obj.discriminator.parameters(), strict=True)
+    )
+    for g, p, p0 in zip(vae_grads, model.parameters(), vae_params, strict=True):
+        assert torch.equal(p.grad, g) and torch.equal(p, p0)
+    state = obj.state_dict()
+    assert set(state) == {"discriminator", "optimizer"} and state["optimizer"]["state"]
+
+
+def test_factor_vae_discriminator_learns_to_spot_dependent_codes() -> None:
+    torch.manual_seed(0)
+    model = FixedNoiseVAE()
+    with torch.no_grad():  # every code dimension is the same function of the image
+        model.encoder.net.weight[:D] = model.encoder.net.weight[0]
+        model.encoder.net.bias[:D] = model.encoder.net.bias[0]
+        model.encoder.net.bias[D:] = -20.0  # near-deterministic codes
+    model.eps = torch.zeros(256, D)
+    obj = get_objective("factor_vae")
+    obj.setup(model, torch.device("cpu"))
+    assert obj.discriminator is not None
+
+    def log_odds() -> tuple[float, float, float]:
+        """Mean log-odds of "real" on fresh codes and on permuted ones, and the accuracy."""
+        with torch.no_grad():
+            z = model.encode(torch.rand(256, 1, 4, 4))[0]
+            real, fake = obj.discriminator(z), obj.discriminator(permute_dims(z))
+        real_odds, fake_odds = real[:, 0] - real[:, 1], fake[:, 0] - fake[:, 1]
+        accuracy = 0.5 * float((real_odds > 0).float().mean() + (fake_odds < 0).float().mean())
+        return float(real_odds.mean()), float(fake_odds.mean()), accuracy
+
+    assert log_odds()[2] == 0.5  # untrained: no opinion
+    for _ in range(20):
+        x = torch.rand(32, 1, 4, 4)
+        obj.auxiliary_step(obj(model, Batch(x, x)))
+    real_odds, fake_odds, accuracy = log_odds()
+    assert real_odds > 0.2 > 0 > fake_odds and accuracy > 0.7
+
+
+# -- weak supervision -----------------------------------------------------------------------
+
+
+def normal(mu: torch.Tensor, logvar: torch.Tensor) -> torch.distributions.Normal:
+    return torch.distributions.Normal(mu, (0.5 * logvar).exp())
+
+
+def test_pair_divergences() -> None:
+    g = torch.Generator().manual_seed(0)
+    m1, l1, m2, l2 = (torch.randn(5, 4, generator=g) for _ in range(4))
+    forward = torch.distributions.kl_divergence(normal(m1, l1), normal(m2, l2))
+    backward = torch.distributions.kl_divergence(normal(m2, l2), normal(m1, l1))
+    assert torch.allclose(pair_divergence(m1, l1, m2, l2, "kl"), forward, atol=1e-5)
+    sym = pair_divergence(m1, l1, m2, l2, "symmetric_kl")
+    assert torch.allclose(sym, 0.5 * (forward + backward), atol=1e-5)
+    assert torch.allclose(sym, pair_divergence(m2, l2, m1, l1, "symmetric_kl"))
+
+
+def test_threshold_is_the_midpoint_of_the_extremes() -> None:
+    delta = torch.tensor([[0.1, 5.0, 0.2, 2.5], [0.1, 5.0, 0.2, 2.6], [1.0, 1.0, 1.0, 1.0]])
+    assert shared_dimensions(delta).tolist() == [
+        [True, False, True, True],  # tau = 2.55
+        [True, False, True, False],
+        [False, False, False, False],  # nothing stands out: nothing is averaged
+    ]
+
+
+def test_symmetric_threshold_can_decide_differently() -> None:
+    # dim 0: same mean, variance 1 vs 0.01: KL(q1||q2) = 47.2 but KL(q2||q1) = 1.8
+    # dim 1: means 6 apart, unit variances: 18 both ways; dim 2: identical posteriors
+    mu1, mu2 = torch.tensor([[0.0, 0.0, 0.0]]), torch.tensor([[0.0, 6.0, 0.0]])
+    lv1, lv2 = torch.zeros(1, 3), torch.tensor([[math.log(0.01), 0.0, 0.0]])
+    forward = shared_dimensions(pair_divergence(mu1, lv1, mu2, lv2, "kl"))
+    symmetric = shared_dimensions(pair_divergence(mu1, lv1, mu2, lv2, "symmetric_kl"))
+    assert forward.tolist() == [[False, True, True]]  # 18 < (47.2 + 0) / 2
+    assert symmetric.tolist() == [[False, False, True]]  # 18 > (24.5 + 0) / 2
+
+
+def test_ada_gvae_averages_only_the_dimensions_that_did_not_change() -> None:
+    mu1 = torch.tensor([[0.0, 1.0, -1.0, 0.5]])
+    mu2 = mu1.clone()
+    mu2[0, 2] = 3.0  # one factor changed -> one latent moved a lot
+    mu2[0, 0] = 0.05  # small noise elsewhere
+    logvar1 = torch.full_like(mu1, -2.0)
+    logvar2 = torch.full_like(mu1, -1.0)
+    a_mu, a_lv, b_mu, b_lv = adaptive_average(mu1, logvar1, mu2, logvar2)
+    assert a_mu[0, 2] == mu1[0, 2] and b_mu[0, 2] == mu2[0, 2]  # kept apart
+    shared = [0, 1, 3]
+    assert torch.allclose(a_mu[0, shared], b_mu[0, shared])
+    assert torch.isclose(a_mu[0, 0], torch.tensor(0.025))  # mean of the means
+    mean_var = 0.5 * (math.exp(-2.0) + math.exp(-1.0))  # mean of the variances
+    assert torch.allclose(a_lv[0, shared], torch.tensor(math.log(mean_var)))
+    assert a_lv[0, 2] == -2.0 and b_lv[0, 2] == -1.0
+
+
+def test_ml_vae_product_of_experts() -> None:
+    # N(0, 1) and N(3, 2): precision (1 + 1/2) / 2 = 3/4, mean (0 * 1 + 3 * 1/2) / 2 / (3/4) = 1
+    mu, logvar = poe_aggregate(
+        torch.tensor([0.0]), torch.tensor([0.0]), torch.tensor([3.0]), torch.log(torch.tensor(2.0))
+    )
+    assert torch.isclose(mu, torch.tensor(1.0)) and torch.isclose(logvar.exp(), torch.tensor(4 / 3))
+    # In general the aggregate is the normalised (q1 q2)^(1/2): its log-density differs from
+    # the mean of the two log-densities by a constant.
+    g = torch.Generator().manual_seed(1)
+    m1, l1, m2, l2 = (torch.randn(1, generator=g) for _ in range(4))
+    m, lv = poe_aggregate(m1, l1, m2, l2)
+    grid = torch.linspace(-4, 4, 9, dtype=torch.float64)
+
+    def log_pdf(mean: torch.Tensor, log_var: torch.Tensor) -> torch.Tensor:
+        return normal(mean.double(), log_var.double()).log_prob(grid)
+
+    gap = log_pdf(m, lv) - 0.5 * (log_pdf(m1, l1) + log_pdf(m2, l2))
+    assert float(gap.max() - gap.min()) < 1e-5  # float32 parameters
+
+
+def np_shared(delta: np.ndarray) -> np.ndarray:
+    return delta < (delta.max(axis=1, keepdims=True) + delta.min(axis=1, keepdims=True)) / 2
+
+
+def np_kl_between(m1: np.ndarray, l1: np.ndarray, m2: np.ndarray, l2: np.ndarray) -> np.ndarray:
+    return 0.5 * (l2 - l1 + (np.exp(l1) + (m1 - m2) ** 2) / np.exp(l2) - 1)
+
+
+@pytest.mark.parametrize("name", ["ada_gvae", "ml_vae"])
+@pytest.mark.parametrize("kl_mode", ["kl", "symmetric_kl"])
+def test_weak_loss(name: str, kl_mode: str) -> None:
+    model, batch = setup(n=6)
+    assert batch.inputs2 is not None and batch.targets2 is not None
+    mu, lv = (np_(t) for t in model.encode(torch.cat([batch.inputs, batch.inputs2])))
+    m1, l1, m2, l2 = mu[:6], lv[:6], mu[6:], lv[6:]
+    delta = np_kl_between(m1, l1, m2, l2)
+    if kl_mode == "symmetric_kl":
+        delta = 0.5 * (delta + np_kl_between(m2, l2, m1, l1))
+    shared = np_shared(delta)
+    v1, v2 = np.exp(l1), np.exp(l2)
+    if name == "ada_gvae":
+        agg_mu, agg_var = (m1 + m2) / 2, (v1 + v2) / 2
+    else:
+        agg_var = 2 / (1 / v1 + 1 / v2)
+        agg_mu = agg_var * (m1 / v1 + m2 / v2) / 2
+    new_mu = np.concatenate([np.where(shared, agg_mu, m1), np.where(shared, agg_mu, m2)])
+    new_lv = np.concatenate(
+        [np.where(shared, np.log(agg_var), l1), np.where(shared, np.log(agg_var), l2)]
+    )
+    z = new_mu + np_(model.eps) * np.exp(0.5 * new_lv)
+    logits = np_(model.decode(torch.from_numpy(z).float()))
+    targets = np_(torch.cat([batch.targets, batch.targets2]))
+    recon, kl = np_recon(logits, targets), np_kl(new_mu, new_lv)
+    terms = get_objective(name, beta=3.0, kl_mode=kl_mode)(model, batch)
+    assert shared.any() and not shared.all()
+    assert close(terms.recon, recon, rel=1e-4) and close(terms.kl, kl, rel=1e-4)
+    assert close(terms.loss, recon + 3.0 * kl, rel=1e-4)
+
+
+def test_weak_objectives_refuse_unpaired_batches() -> None:
+    model, batch = setup()
+    for name in ("ada_gvae", "ml_vae"):
+        with pytest.raises(ValueError, match="pairs"):
+            get_objective(name)(model, Batch(batch.inputs, batch.targets))
+
+
+# -- references -----------------------------------------------------------------------------
+
+
+def grads(model: nn.Module, loss: torch.Tensor) -> dict[str, torch.Tensor | None]:
+    model.zero_grad(set_to_none=True)
+    loss.backward(retain_graph=True)
+    return {n: None if p.grad is None else p.grad.clone() for n, p in model.named_parameters()}
+
+
+def same(a: torch.Tensor | None, b: torch.Tensor | None) -> bool:
+    a = torch.zeros(1) if a is None else a
+    b = torch.zeros(1) if b is None else b
+    return bool(torch.allclose(a, b, atol=1e-6)) if a.shape == b.shape else not (a.any() or b.any())
+
+
+def test_gt_decoder_decodes_the_factors_and_trains_the_encoder_apart() -> None:
+    model, batch = setup(latent_dim=K)
+    assert batch.factors is not None
+    terms = get_objective("gt_decoder")(model, batch)
+    logits = np_(model.decode(batch.factors))
+    assert close(terms.recon, np_recon(logits, np_(batch.targets)))
+    assert float(terms.kl) == 0.0
+    mu, _ = model.encode(batch.inputs)
+    assert close(terms.extras["regression"], ((mu - batch.factors) ** 2).sum(1).mean())
+    total, recon_only = grads(model, terms.loss), grads(model, terms.recon)
+    for name in total:  # the decoder learns from the reconstruction alone
+        if name.startswith("decoder"):
+            assert same(total[name], recon_only[name])
+        else:
+            assert recon_only[name] is None
+    with pytest.raises(ValueError, match="factors"):
+        get_objective("gt_decoder")(model, Batch(batch.inputs, batch.targets))
+
+
+def test_supervised_regresses_the_factors_and_decodes_its_detached_code() -> None:
+    model, batch = setup(latent_dim=K)
+    assert batch.factors is not None
+    terms = get_objective("supervised")(model, batch)
+    mu, _ = model.encode(batch.inputs)
+    assert close(terms.extras["regression"], ((mu - batch.factors) ** 2).sum(1).mean())
+    assert close(terms.recon, np_recon(np_(model.decode(mu)), np_(batch.targets)))
+    total, recon_only = grads(model, terms.loss), grads(model, terms.recon)
+    for name in total:  # the reconstruction never reaches the encoder
+        if name.startswith("encoder"):
+            assert recon_only[name] is None
+        else:
+            assert same(total[name], recon_only[name])
