@@ -1,6 +1,22 @@
-"""From a study's MLflow runs to tables and correlations. Never trains."""
+"""From a study's MLflow runs to tables, figures and a report. Never trains.
 
-from raystudy.analysis.correlations import spearman_table
-from raystudy.analysis.results import load_results
+`load(study)` gives the results table (one row per trial) for a notebook;
+`analyze_study(study_dir)` is what `raystudy analyze` runs.
+"""
 
-__all__ = ["load_results", "spearman_table"]
+from raystudy.analysis.correlations import correlation_table, spearman_table
+from raystudy.analysis.pipeline import Settings, analyze_study, compute, write_analysis
+from raystudy.analysis.results import load, load_results
+from raystudy.analysis.selection import selection_table
+
+__all__ = [
+    "Settings",
+    "analyze_study",
+    "compute",
+    "correlation_table",
+    "load",
+    "load_results",
+    "selection_table",
+    "spearman_table",
+    "write_analysis",
+]

@@ -1,51 +1,239 @@
-"""Spearman rank correlations between representation scores and transfer errors.
+"""Spearman rank correlations between representation scores and transfer errors, with
+bootstrap confidence intervals.
 
-Dittadi et al. (2021), Sec. 5 and Fig. 4: rank correlation between each disentanglement /
-unsupervised metric and each OOD transfer score, across trained models.
+Dittadi et al. (2021), Sec. 5 and Figs. 4-5, 13: the rank correlation between each
+disentanglement / unsupervised metric and each OOD transfer score, across trained models. The
+papers print point estimates; here each comes with a 95% percentile-bootstrap interval over
+trials (resampling whole trials, seeded) and the number of trials behind it, and a cell with
+too few trials, or a score that does not vary, is blank rather than a number.
 """
 
 from __future__ import annotations
 
+import warnings
+import zlib
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 from scipy.stats import spearmanr
 
-PREDICTOR_PREFIXES = ("metrics.dis/", "metrics.eval/")
+from raystudy.analysis.columns import predictor_columns, short, transfer_columns
+
+COLUMNS = ["x", "y", "group", "n", "rho", "ci_low", "ci_high"]
+#: Bootstrap replicates resampled at once; bounds memory at ~ chunk x trials x columns floats.
+_MAX_CHUNK_FLOATS = 4_000_000
 
 
-def predictor_columns(frame: pd.DataFrame) -> list[str]:
-    return sorted(c for c in frame.columns if c.startswith(PREDICTOR_PREFIXES))
+def bootstrap_weights(n: int, n_boot: int, rng: np.random.Generator) -> NDArray[np.float64]:
+    """(n_boot, n) counts: how often each trial is drawn in each bootstrap resample."""
+    draws = rng.integers(0, n, size=(n_boot, n))
+    offsets = np.arange(n_boot)[:, None] * n
+    counts = np.bincount((draws + offsets).ravel(), minlength=n_boot * n)
+    return counts.reshape(n_boot, n).astype(np.float64)
 
 
-def transfer_columns(frame: pd.DataFrame, score: str = "mae") -> list[str]:
-    """`transfer/<scenario>/<probe>/<score>` columns (the per-factor ones excluded)."""
-    return sorted(
-        c
-        for c in frame.columns
-        if c.startswith("metrics.transfer/") and c.count("/") == 3 and c.endswith(f"/{score}")
+def _weighted_ranks(
+    weights: NDArray[np.float64], codes: NDArray[np.intp], n_classes: int
+) -> NDArray[np.float64]:
+    """Average ranks (ties share their mean rank, as `scipy.stats.rankdata`) of one column in
+    each weighted resample, without sorting: the order of a resample is the order of the
+    original distinct values, so counting draws per value class gives every rank.
+
+    A value class k drawn c_k times occupies positions S_{k-1}+1 .. S_k (S the cumulative
+    counts), so its average rank is S_k - (c_k - 1) / 2.
+    """
+    n_boot = weights.shape[0]
+    flat = (np.arange(n_boot)[:, None] * n_classes + codes[None, :]).ravel()
+    counts = np.bincount(flat, weights=weights.ravel(), minlength=n_boot * n_classes)
+    counts = counts.reshape(n_boot, n_classes)
+    ends = np.cumsum(counts, axis=1)
+    return (ends - (counts - 1.0) / 2.0)[:, codes]
+
+
+def _standardised(
+    weights: NDArray[np.float64], columns: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """(B, n, c): each column's resample ranks, centred and scaled to unit weighted variance
+    (NaN where a resample holds a single distinct value: rho is undefined there)."""
+    total = weights.sum(axis=1, keepdims=True)
+    out = np.empty((*weights.shape, columns.shape[1]))
+    for j in range(columns.shape[1]):
+        values, codes = np.unique(columns[:, j], return_inverse=True)
+        ranks = _weighted_ranks(weights, codes.ravel(), values.size)
+        # Ranks of n items always average (n + 1) / 2.
+        centred = ranks - (total + 1.0) / 2.0
+        var = (weights * centred**2).sum(axis=1, keepdims=True) / total
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out[:, :, j] = np.where(var > 1e-12, centred / np.sqrt(var), np.nan)
+    return out
+
+
+def weighted_spearman(
+    weights: NDArray[np.float64], x: NDArray[np.float64], y: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """(B, p, q) Spearman's rho between every column of x (n, p) and of y (n, q), in each of
+    the B weighted resamples `weights` (B, n). Ones as weights give the sample's own rho."""
+    zx, zy = _standardised(weights, x), _standardised(weights, y)
+    total = weights.sum(axis=1)[:, None, None]
+    return np.matmul(np.swapaxes(zx * weights[:, :, None], 1, 2), zy) / total
+
+
+def bootstrap_spearman(
+    x: NDArray[np.float64],
+    y: NDArray[np.float64],
+    *,
+    n_boot: int,
+    rng: np.random.Generator,
+    level: float = 0.95,
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """rho (p, q) of the sample and its percentile-bootstrap interval (low, high), resampling
+    rows (trials) jointly for all pairs. Complete data only (no NaN).
+
+    An interval is NaN when under half the resamples define rho (a score almost constant).
+    """
+    n = x.shape[0]
+    rho = weighted_spearman(np.ones((1, n)), x, y)[0]
+    if n_boot < 1:
+        return rho, np.full_like(rho, np.nan), np.full_like(rho, np.nan)
+    chunk = max(1, _MAX_CHUNK_FLOATS // max(1, n * (x.shape[1] + y.shape[1])))
+    reps = [
+        weighted_spearman(bootstrap_weights(n, min(chunk, n_boot - start), rng), x, y)
+        for start in range(0, n_boot, chunk)
+    ]
+    boot = np.concatenate(reps)
+    valid = np.isfinite(boot).sum(axis=0)
+    tail = (1.0 - level) / 2.0 * 100.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN cells are masked below
+        low, high = np.nanpercentile(boot, [tail, 100.0 - tail], axis=0)
+    enough = (valid * 2 >= n_boot) & np.isfinite(rho)
+    return rho, np.where(enough, low, np.nan), np.where(enough, high, np.nan)
+
+
+def correlation_table(
+    frame: pd.DataFrame,
+    x_columns: Sequence[str],
+    y_columns: Sequence[str],
+    groups: Sequence[tuple[str, pd.Index]],
+    *,
+    n_boot: int = 1000,
+    seed: int = 0,
+    min_trials: int = 5,
+    level: float = 0.95,
+) -> pd.DataFrame:
+    """One row per (x, y, group): n trials with both values, rho and its bootstrap interval.
+
+    Each pair uses the trials where both scores exist; pairs with the same such trials share
+    their resamples. The resamples of a group depend only on `seed`, the group name and its
+    trials, so adding a column or a group changes no other cell.
+    """
+    rows: list[dict[str, object]] = []
+    for group, index in groups:
+        sub = frame.loc[index]
+        x = sub[list(x_columns)].to_numpy(dtype=np.float64, na_value=np.nan)
+        y = sub[list(y_columns)].to_numpy(dtype=np.float64, na_value=np.nan)
+        results = _group_cells(x, y, group, n_boot, seed, min_trials, level)
+        for (j, k), (n, rho, low, high) in sorted(results.items()):
+            rows.append(
+                {
+                    "x": short(x_columns[j]),
+                    "y": short(y_columns[k]),
+                    "group": group,
+                    "n": n,
+                    "rho": rho,
+                    "ci_low": low,
+                    "ci_high": high,
+                }
+            )
+    table = pd.DataFrame(rows, columns=COLUMNS)
+    return table.astype({"n": "int64", "rho": "float64", "ci_low": "float64", "ci_high": "float64"})
+
+
+def _group_cells(
+    x: NDArray[np.float64],
+    y: NDArray[np.float64],
+    group: str,
+    n_boot: int,
+    seed: int,
+    min_trials: int,
+    level: float,
+) -> dict[tuple[int, int], tuple[int, float, float, float]]:
+    """(x index, y index) -> (n, rho, low, high) for one group's rows."""
+    present_x, present_y = np.isfinite(x), np.isfinite(y)
+    by_rows: dict[bytes, list[tuple[int, int]]] = {}
+    for j in range(x.shape[1]):
+        for k in range(y.shape[1]):
+            both = present_x[:, j] & present_y[:, k]
+            by_rows.setdefault(np.packbits(both).tobytes() + bytes([both.size % 8]), []).append(
+                (j, k)
+            )
+    out: dict[tuple[int, int], tuple[int, float, float, float]] = {}
+    blank = (np.nan, np.nan, np.nan)
+    for key, pairs in by_rows.items():
+        j0, k0 = pairs[0]
+        rows = present_x[:, j0] & present_y[:, k0]
+        n = int(rows.sum())
+        if n < min_trials:
+            out.update({pair: (n, *blank) for pair in pairs})
+            continue
+        xs = sorted({j for j, _ in pairs})
+        ys = sorted({k for _, k in pairs})
+        rng = np.random.default_rng([seed, zlib.crc32(group.encode()), zlib.crc32(key)])
+        rho, low, high = bootstrap_spearman(
+            x[rows][:, xs], y[rows][:, ys], n_boot=n_boot, rng=rng, level=level
+        )
+        for j, k in pairs:
+            a, b = xs.index(j), ys.index(k)
+            out[(j, k)] = (n, float(rho[a, b]), float(low[a, b]), float(high[a, b]))
+    return out
+
+
+def transfer_correlations(
+    frame: pd.DataFrame,
+    groups: Sequence[tuple[str, pd.Index]],
+    *,
+    n_boot: int = 1000,
+    seed: int = 0,
+    min_trials: int = 5,
+) -> pd.DataFrame:
+    """Every predictor (`dis/*`, `eval/*`, `down/*`) against every aggregate transfer score
+    (`transfer/<scenario>/<probe>/mae` and `r2`): the table of `correlations.csv`."""
+    return correlation_table(
+        frame,
+        predictor_columns(frame),
+        transfer_columns(frame),
+        groups,
+        n_boot=n_boot,
+        seed=seed,
+        min_trials=min_trials,
     )
+
+
+def pivot(table: pd.DataFrame, group: str = "all", value: str = "rho") -> pd.DataFrame:
+    """Rows x, columns y, for one group (in the table's order)."""
+    sub = table[table["group"] == group]
+    wide = sub.pivot(index="x", columns="y", values=value)
+    wide = wide.reindex(index=pd.unique(sub["x"]), columns=pd.unique(sub["y"]))
+    return wide.rename_axis(index=None, columns=None)
 
 
 def spearman_table(frame: pd.DataFrame, score: str = "mae", min_trials: int = 3) -> pd.DataFrame:
-    """Rows: dis/* and eval/* metrics; columns: transfer/*/<score>; cells: Spearman's rho.
+    """Rows: dis/*, eval/* and down/* metrics; columns: transfer/*/<score>; cells: rho.
 
     A cell is NaN when fewer than `min_trials` trials have both values or either is constant
-    (rho is undefined then, not zero).
+    (rho is undefined then, not zero). No intervals: see `correlation_table` for those.
     """
     rows = predictor_columns(frame)
-    cols = transfer_columns(frame, score)
-    table = pd.DataFrame(
-        np.nan,
-        index=[r.removeprefix("metrics.") for r in rows],
-        columns=[c.removeprefix("metrics.") for c in cols],
-    )
+    cols = transfer_columns(frame, (score,))
+    table = pd.DataFrame(np.nan, index=[short(r) for r in rows], columns=[short(c) for c in cols])
     for r in rows:
         for c in cols:
             pair = frame[[r, c]].dropna()
             if len(pair) < min_trials or pair[r].nunique() < 2 or pair[c].nunique() < 2:
                 continue
-            rho = spearmanr(pair[r], pair[c]).statistic
-            table.loc[r.removeprefix("metrics."), c.removeprefix("metrics.")] = float(rho)
+            table.loc[short(r), short(c)] = float(spearmanr(pair[r], pair[c]).statistic)
     return table
 
 

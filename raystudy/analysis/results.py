@@ -7,10 +7,14 @@ from pathlib import Path
 import mlflow
 import pandas as pd
 
-from raystudy.study import StudyInfo
+from raystudy.analysis.columns import ERROR_TAG, RUN_NAME
+from raystudy.analysis.groups import with_supervision
+from raystudy.study import StudyError, StudyInfo
 from raystudy.tracking import ROLE_TAG
 
 RESULTS_FILE = "results.parquet"
+ANALYSIS_DIR = "analysis"
+FINISHED = "FINISHED"
 
 
 def load_results(study_dir: Path) -> pd.DataFrame:
@@ -19,6 +23,13 @@ def load_results(study_dir: Path) -> pd.DataFrame:
     Reads the latest value of each metric, so `dis/*` and `transfer/*` are the final scores.
     """
     info = StudyInfo.read(study_dir)
+    store = info.tracking_uri.removeprefix("sqlite:///")
+    if info.tracking_uri.startswith("sqlite:///") and not Path(store).is_file():
+        # MLflow would silently create an empty store there and report no runs.
+        raise StudyError(
+            f"the MLflow store of study {info.name!r} is missing: {store} (study.json records "
+            "absolute paths: was the study folder moved or copied?)"
+        )
     mlflow.set_tracking_uri(info.tracking_uri)
     frame = mlflow.search_runs(
         experiment_ids=[info.experiment_id],
@@ -31,8 +42,51 @@ def load_results(study_dir: Path) -> pd.DataFrame:
     return frame
 
 
+def study_dir_of(study: str | Path, output: Path = Path("studies")) -> Path:
+    """A study folder from its path, or from its name under `output`."""
+    path = Path(study)
+    if (path / "study.json").is_file():
+        return path.resolve()
+    return (Path(output) / study).resolve()
+
+
+def load(study: str | Path, output: Path = Path("studies")) -> pd.DataFrame:
+    """The results table of a study, for notebooks: what `analyze` writes to
+    `results.parquet` (one row per trial run, any status, with a `supervision` column).
+
+    `study` is a study folder or a study name under `output`.
+    """
+    frame = load_results(study_dir_of(study, output))
+    return frame if frame.empty else with_supervision(frame)
+
+
+def finished(frame: pd.DataFrame) -> pd.DataFrame:
+    """The trials whose run completed: the only ones analysed (a failed or running trial's
+    metrics are partial, and would bias every correlation towards what finishes early)."""
+    if "status" not in frame.columns:
+        return frame
+    return frame[frame["status"] == FINISHED]
+
+
+def status_counts(frame: pd.DataFrame) -> pd.Series:
+    """Runs per MLflow status (FINISHED, RUNNING, FAILED, KILLED, ...), FINISHED first."""
+    counts = frame["status"].value_counts()
+    order = [FINISHED, *sorted(s for s in counts.index if s != FINISHED)]
+    return counts.reindex([s for s in order if s in counts.index]).rename("runs")
+
+
+def unfinished(frame: pd.DataFrame) -> pd.DataFrame:
+    """Trial, status and error (when one was recorded) of every run that did not finish."""
+    rest = frame[frame["status"] != FINISHED]
+    errors = rest[ERROR_TAG] if ERROR_TAG in rest.columns else pd.Series("", index=rest.index)
+    names = rest[RUN_NAME] if RUN_NAME in rest.columns else rest["run_id"]
+    return pd.DataFrame(
+        {"trial": names, "status": rest["status"], "error": errors.fillna("")}
+    ).reset_index(drop=True)
+
+
 def write_results(frame: pd.DataFrame, study_dir: Path) -> Path:
-    out = study_dir / "analysis"
+    out = study_dir / ANALYSIS_DIR
     out.mkdir(exist_ok=True)
     path = out / RESULTS_FILE
     frame.to_parquet(path, index=False)

@@ -1,0 +1,116 @@
+"""The metric-name contract (DESIGN.md Sec. 6) seen from the results table.
+
+Columns of the table are `metrics.<name>`, `params.<dotted key>`, `tags.<tag>`. This module
+says which columns play which role in the analysis, so no other module parses names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+METRIC = "metrics."
+PARAM = "params."
+
+#: The parameter that names a trial's objective (its supervision type follows from it).
+OBJECTIVE = "params.model.objective"
+INPUT_NOISE = "params.train.input_noise"
+SPLIT = "params.split"
+RUN_NAME = "tags.mlflow.runName"
+ERROR_TAG = "tags.raystudy.error"
+
+#: Unsupervised proxies a practitioner can compute without labels, and which way is better.
+#: ELBO is a log-likelihood bound (higher is better); recon is a negative log-likelihood.
+PROXY_DIRECTION = {"eval/elbo": "max", "eval/recon": "min"}
+#: Reconstruction NLL on training combinations and on combinations never seen in training
+#: (Montero et al. 2021). The held-out name is the one evaluation is expected to log; the
+#: train one falls back to the plain held-out-image `eval/recon`.
+TRAIN_NLL = ("eval/recon_train", "eval/recon")
+HELDOUT_NLL = "eval/recon_heldout"
+
+
+def metric(name: str) -> str:
+    """`dis/dci_d` -> `metrics.dis/dci_d`."""
+    return METRIC + name
+
+
+def short(column: str) -> str:
+    """`metrics.dis/dci_d` -> `dis/dci_d`; other columns unchanged."""
+    return column.removeprefix(METRIC)
+
+
+def _metrics(frame: pd.DataFrame, prefix: str) -> list[str]:
+    return sorted(c for c in frame.columns if c.startswith(METRIC + prefix))
+
+
+def disentanglement_columns(frame: pd.DataFrame) -> list[str]:
+    """`dis/*` scores, without training-set diagnostics such as `dis/dci_i_train`."""
+    return [c for c in _metrics(frame, "dis/") if not c.endswith("_train")]
+
+
+def unsupervised_columns(frame: pd.DataFrame) -> list[str]:
+    """`eval/*` scores measured without labels (ELBO, reconstruction, KL, ...)."""
+    return _metrics(frame, "eval/")
+
+
+def downstream_columns(frame: pd.DataFrame) -> list[str]:
+    """`down/*`: in-distribution downstream accuracy (e.g. `down/gbt10000_acc`)."""
+    return _metrics(frame, "down/")
+
+
+def predictor_columns(frame: pd.DataFrame) -> list[str]:
+    """What the correlations are *of*: disentanglement, unsupervised and downstream scores."""
+    return disentanglement_columns(frame) + unsupervised_columns(frame) + downstream_columns(frame)
+
+
+@dataclass(frozen=True)
+class TransferScore:
+    """One `transfer/<scenario>/<probe>/<score>` column (per-factor ones have a factor)."""
+
+    column: str
+    scenario: str
+    probe: str
+    score: str
+    factor: str | None = None
+
+
+def parse_transfer(column: str) -> TransferScore | None:
+    parts = short(column).split("/")
+    if parts[0] != "transfer" or len(parts) not in (4, 5):
+        return None
+    return TransferScore(column, *parts[1:4], parts[4] if len(parts) == 5 else None)
+
+
+def transfer_scores(
+    frame: pd.DataFrame, scores: tuple[str, ...] = ("mae", "r2"), per_factor: bool = False
+) -> list[TransferScore]:
+    """The transfer columns of the given scores, aggregate (or per factor)."""
+    out = [parse_transfer(c) for c in frame.columns if c.startswith(METRIC + "transfer/")]
+    # Grouped by score in the order asked (all MAE, then all R^2): their signs are opposite.
+    return sorted(
+        (t for t in out if t and t.score in scores and (t.factor is not None) == per_factor),
+        key=lambda t: (scores.index(t.score), t.column),
+    )
+
+
+def transfer_columns(frame: pd.DataFrame, scores: tuple[str, ...] = ("mae", "r2")) -> list[str]:
+    return [t.column for t in transfer_scores(frame, scores)]
+
+
+def selection_direction(column: str) -> str | None:
+    """'max' or 'min' when a score can select models (higher or lower is better), else None.
+
+    KL and total correlation are not quality scores on their own, so they select nothing.
+    """
+    name = short(column)
+    if name in PROXY_DIRECTION:
+        return PROXY_DIRECTION[name]
+    if name.startswith(("dis/", "down/")):
+        return "max"
+    return None
+
+
+def first_present(frame: pd.DataFrame, names: tuple[str, ...]) -> str | None:
+    """The column of the first metric in `names` the table has, or None."""
+    return next((metric(n) for n in names if metric(n) in frame.columns), None)

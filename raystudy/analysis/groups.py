@@ -1,0 +1,88 @@
+"""Which trials are analysed together: all of them, one supervision type, one axis value.
+
+Dittadi et al. (2021) report every correlation separately for unsupervised and weakly
+supervised models (Figs. 3, 5, 13), because weak supervision moves both disentanglement and
+transfer; reference models (a supervised encoder, the ground-truth decoder of Montero et al.
+2021) are the ceiling the others are compared with.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import pandas as pd
+
+from raystudy.analysis.columns import OBJECTIVE, PARAM
+from raystudy.analysis.errors import AnalysisError
+
+WEAK = frozenset({"ada_gvae", "ml_vae"})
+REFERENCE = frozenset({"supervised", "gt_decoder"})
+SUPERVISION_ORDER = ("unsupervised", "weak", "reference")
+SUPERVISION = "supervision"
+
+#: Short names a user may pass to `--by` for the usual grid axes.
+AXIS_ALIASES = {
+    "model": "model.objective",
+    "objective": "model.objective",
+    "noise": "train.input_noise",
+    "dataset": "dataset.name",
+}
+
+
+class AxisError(AnalysisError):
+    """A `--by` axis that names no parameter of the study; the message lists the choices."""
+
+
+def supervision(objective: object) -> str:
+    """'weak', 'reference' or 'unsupervised' (any other objective, or none recorded)."""
+    if objective in WEAK:
+        return "weak"
+    if objective in REFERENCE:
+        return "reference"
+    return "unsupervised"
+
+
+def with_supervision(frame: pd.DataFrame) -> pd.DataFrame:
+    """A copy with a `supervision` column derived from `params.model.objective`."""
+    objectives = frame[OBJECTIVE] if OBJECTIVE in frame.columns else pd.Series(None, frame.index)
+    return frame.assign(**{SUPERVISION: objectives.map(supervision)})
+
+
+def varying_params(frame: pd.DataFrame) -> list[str]:
+    """Parameter keys (without `params.`) that take more than one value across trials."""
+    return sorted(
+        c.removeprefix(PARAM)
+        for c in frame.columns
+        if c.startswith(PARAM) and frame[c].astype(str).nunique() > 1
+    )
+
+
+def resolve_axis(frame: pd.DataFrame, axis: str) -> str:
+    """The `params.*` column `axis` names: a full key (`model.beta`), an alias (`model`), or
+    the last part of exactly one key (`beta`)."""
+    key = AXIS_ALIASES.get(axis, axis)
+    if PARAM + key in frame.columns:
+        return PARAM + key
+    matches = [c for c in frame.columns if c.startswith(PARAM) and c.rsplit(".", 1)[-1] == axis]
+    if len(matches) == 1:
+        return matches[0]
+    varying = ", ".join(varying_params(frame)) or "none"
+    why = f"matches {len(matches)} parameters" if matches else "names no parameter"
+    raise AxisError(f"--by {axis!r} {why} of this study; parameters that vary: {varying}")
+
+
+def trial_groups(frame: pd.DataFrame, by: Iterable[str] = ()) -> list[tuple[str, pd.Index]]:
+    """(group name, row labels) for `all`, each supervision type present, and each value of
+    each `by` axis (`<param key>=<value>`), in that order. `frame` needs `supervision`."""
+    groups: list[tuple[str, pd.Index]] = [("all", frame.index)]
+    if SUPERVISION in frame.columns:
+        for kind in SUPERVISION_ORDER:
+            rows = frame.index[frame[SUPERVISION] == kind]
+            if len(rows):
+                groups.append((f"{SUPERVISION}={kind}", rows))
+    for axis in by:
+        column = resolve_axis(frame, axis)
+        values = frame[column].astype(str)
+        for value in sorted(values.unique()):
+            groups.append((f"{column.removeprefix(PARAM)}={value}", frame.index[values == value]))
+    return groups

@@ -1,0 +1,193 @@
+"""`raystudy analyze`: a study's runs -> tables, figures and a report, on disk and in MLflow.
+
+Everything is computed from the results table (DESIGN.md Sec. 7): `compute` is a pure function
+of it, `write_analysis` puts the files in `<study>/analysis/`, and `analyze_study` adds the
+reading from MLflow and the logging back to the study's parent run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pandas as pd
+
+from raystudy.analysis.columns import disentanglement_columns, downstream_columns, metric
+from raystudy.analysis.correlations import correlation_table, transfer_correlations
+from raystudy.analysis.errors import AnalysisError
+from raystudy.analysis.figures import StudyFigure, study_figures
+from raystudy.analysis.groups import trial_groups, with_supervision
+from raystudy.analysis.report import ReportFigure, ReportInputs, render_report
+from raystudy.analysis.results import (
+    ANALYSIS_DIR,
+    RESULTS_FILE,
+    finished,
+    load_results,
+    status_counts,
+    unfinished,
+)
+from raystudy.analysis.selection import selection_table
+
+CORRELATIONS_FILE = "correlations.csv"
+PROXY_FILE = "unsupervised_vs_disentanglement.csv"
+SELECTION_FILE = "selection.csv"
+REPORT_FILE = "report.html"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How the analysis is run; recorded in the report."""
+
+    by: tuple[str, ...] = ()
+    n_boot: int = 1000
+    seed: int = 0
+    min_trials: int = 5
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """What `compute` finds: the tables and figures of one results table."""
+
+    frame: pd.DataFrame
+    correlations: pd.DataFrame
+    proxy_correlations: pd.DataFrame
+    selection: pd.DataFrame
+    figures: list[StudyFigure]
+    settings: Settings
+
+    @property
+    def status_counts(self) -> pd.Series:
+        return status_counts(self.frame)
+
+    @property
+    def unfinished(self) -> pd.DataFrame:
+        return unfinished(self.frame)
+
+
+def proxy_columns(frame: pd.DataFrame) -> list[str]:
+    """ELBO, reconstruction and downstream accuracy: the rows of Dittadi et al. Fig. 3 right."""
+    own = [metric(m) for m in ("eval/elbo", "eval/recon") if metric(m) in frame.columns]
+    return own + downstream_columns(frame)
+
+
+def compute(frame: pd.DataFrame, settings: Settings = Settings()) -> Analysis:
+    """Correlations, model selection and figures of the finished trials of `frame`.
+
+    `frame` is a results table (any statuses); failed and running trials are counted, never
+    analysed.
+    """
+    frame = with_supervision(frame) if "supervision" not in frame.columns else frame
+    done = finished(frame)
+    groups = trial_groups(done, settings.by)
+    correlations = transfer_correlations(
+        done, groups, n_boot=settings.n_boot, seed=settings.seed, min_trials=settings.min_trials
+    )
+    proxy = correlation_table(
+        done,
+        proxy_columns(done),
+        disentanglement_columns(done),
+        groups,
+        n_boot=settings.n_boot,
+        seed=settings.seed,
+        min_trials=settings.min_trials,
+    )
+    selection = selection_table(done, groups, min_trials=settings.min_trials)
+    figures = study_figures(done, correlations, proxy)
+    return Analysis(frame, correlations, proxy, selection, figures, settings)
+
+
+def write_analysis(
+    analysis: Analysis,
+    folder: Path,
+    *,
+    study: str,
+    planned_trials: int,
+    spec_text: str = "",
+) -> list[Path]:
+    """Every output file in `folder`: results.parquet, the CSV tables, the PNGs, report.html."""
+    folder.mkdir(parents=True, exist_ok=True)
+    files = [folder / RESULTS_FILE]
+    analysis.frame.to_parquet(files[0], index=False)
+    for name, table in (
+        (CORRELATIONS_FILE, analysis.correlations),
+        (PROXY_FILE, analysis.proxy_correlations),
+        (SELECTION_FILE, analysis.selection),
+    ):
+        table.to_csv(folder / name, index=False)
+        files.append(folder / name)
+    figures = []
+    for figure in analysis.figures:
+        png = figure.png()
+        if png is not None:
+            (folder / figure.name).write_bytes(png)
+            files.append(folder / figure.name)
+        figures.append(ReportFigure(figure.name, figure.caption, png, figure.reason))
+    stale = {f.name for f in analysis.figures if f.figure is None}
+    for name in stale:  # a figure that no longer applies must not linger from an earlier run
+        (folder / name).unlink(missing_ok=True)
+    settings = analysis.settings
+    report = render_report(
+        ReportInputs(
+            study=study,
+            status_counts=analysis.status_counts,
+            planned_trials=planned_trials,
+            unfinished=analysis.unfinished,
+            correlations=analysis.correlations,
+            proxy_correlations=analysis.proxy_correlations,
+            selection=analysis.selection,
+            figures=figures,
+            spec_text=spec_text,
+            settings={
+                "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+                "bootstrap resamples": settings.n_boot,
+                "seed": settings.seed,
+                "min trials per cell": settings.min_trials,
+                "grouped by": ", ".join(settings.by) or "supervision only",
+            },
+            min_trials=settings.min_trials,
+        )
+    )
+    (folder / REPORT_FILE).write_text(report, encoding="utf-8")
+    files.append(folder / REPORT_FILE)
+    return files
+
+
+@dataclass(frozen=True)
+class StudyAnalysis:
+    analysis: Analysis
+    folder: Path
+    files: list[Path]
+    parent_run_id: str | None
+
+
+def analyze_study(
+    study_dir: Path, settings: Settings = Settings(), *, log: bool = True
+) -> StudyAnalysis:
+    """Read a study's runs, write its analysis to `<study_dir>/analysis/` and (with `log`)
+    log the same files to the study's parent MLflow run, under `analysis/`."""
+    from raystudy.study import StudyInfo
+    from raystudy.tracking import StudyTracker
+
+    info = StudyInfo.read(study_dir)
+    frame = load_results(study_dir)
+    if frame.empty:
+        raise AnalysisError(
+            f"study {info.name!r} has no trial runs yet in its MLflow store ({info.tracking_uri})"
+        )
+    analysis = compute(frame, settings)
+    spec = study_dir / "spec.yaml"
+    folder = study_dir / ANALYSIS_DIR
+    files = write_analysis(
+        analysis,
+        folder,
+        study=info.name,
+        planned_trials=info.num_trials,
+        spec_text=spec.read_text() if spec.is_file() else "(no spec.yaml in the study folder)",
+    )
+    parent = None
+    if log:
+        tracker = StudyTracker(info.tracking_uri, info.experiment_id, info.parent_run_id)
+        tracker.log_analysis(files)
+        parent = info.parent_run_id
+    return StudyAnalysis(analysis, folder, files, parent)

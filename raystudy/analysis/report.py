@@ -1,0 +1,235 @@
+"""The analysis as one self-contained HTML file: tables, figures (embedded as base64 PNG),
+the study spec and run counts. It loads nothing from anywhere, so it opens offline, from an
+MLflow artifact download or an e-mail attachment alike."""
+
+from __future__ import annotations
+
+import base64
+import html
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+
+import numpy as np
+import pandas as pd
+
+from raystudy.analysis.correlations import pivot
+from raystudy.analysis.selection import regret_pivot
+
+STYLE = """
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto;
+       max-width: 1400px; padding: 0 1em; color: #222; line-height: 1.4; }
+h1 { font-size: 1.6em; } h2 { border-bottom: 1px solid #ccc; padding-bottom: .2em; }
+table { border-collapse: collapse; margin: .6em 0 1.2em; font-size: 12px; }
+th, td { border: 1px solid #ccc; padding: 3px 6px; text-align: right; vertical-align: top; }
+th { background: #f3f3f3; } td.l, th.l { text-align: left; }
+td small { color: #555; white-space: nowrap; } .blank { color: #999; text-align: center; }
+.note { color: #555; font-size: 13px; max-width: 60em; }
+figure { margin: 1em 0 2em; } figure img { max-width: 100%; border: 1px solid #eee; }
+figcaption { font-size: 13px; color: #444; max-width: 60em; }
+pre { background: #f7f7f7; padding: .8em; overflow-x: auto; font-size: 12px; }
+details summary { cursor: pointer; font-weight: 600; margin: .4em 0; }
+.scroll { overflow-x: auto; }
+"""
+
+
+@dataclass(frozen=True)
+class ReportFigure:
+    name: str
+    caption: str
+    png: bytes | None
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class ReportInputs:
+    """Everything the report shows; computed elsewhere, only formatted here."""
+
+    study: str
+    status_counts: pd.Series
+    planned_trials: int
+    unfinished: pd.DataFrame
+    correlations: pd.DataFrame
+    proxy_correlations: pd.DataFrame
+    selection: pd.DataFrame
+    figures: Sequence[ReportFigure]
+    spec_text: str
+    settings: dict[str, object] = field(default_factory=dict)
+    min_trials: int = 5
+
+
+def _e(value: object) -> str:
+    return html.escape(str(value))
+
+
+def _colour(rho: float) -> str:
+    """A blue-white-red background for rho in [-1, 1] (light, so text stays readable)."""
+    if not np.isfinite(rho):
+        return "#f4f4f4"
+    strength = min(1.0, abs(rho)) * 0.55
+    r, g, b = (255, 255 - int(200 * strength), 255 - int(200 * strength))
+    if rho < 0:
+        r, b = b, r
+    return f"rgb({r},{g},{b})"
+
+
+def _simple_table(frame: pd.DataFrame, left: Sequence[str] = ()) -> str:
+    head = "".join(f'<th class="{"l" if c in left else ""}">{_e(c)}</th>' for c in frame.columns)
+    rows = []
+    for _, row in frame.iterrows():
+        cells = "".join(
+            f'<td class="{"l" if c in left else ""}">{_e(_fmt(row[c]))}</td>' for c in frame.columns
+        )
+        rows.append(f"<tr>{cells}</tr>")
+    return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
+
+
+def _fmt(value: object) -> str:
+    if isinstance(value, float):
+        return "" if not np.isfinite(value) else f"{value:.4g}"
+    return str(value)
+
+
+def _header(name: str) -> str:
+    """`transfer/ood1_a/gbt/mae` -> a compact, wrapped column header."""
+    return "<br>".join(_e(p) for p in name.removeprefix("transfer/").split("/"))
+
+
+def correlation_html(table: pd.DataFrame, group: str, transpose: bool = False) -> str:
+    """One group's rho [CI] n cells, rows x and columns y (or the reverse), shaded by rho."""
+    rho, low, high, n = (pivot(table, group, v) for v in ("rho", "ci_low", "ci_high", "n"))
+    if transpose:
+        rho, low, high, n = rho.T, low.T, high.T, n.T
+    if rho.empty:
+        return '<p class="note">No pairs of scores to correlate.</p>'
+    corner = "y \\ x" if transpose else "x \\ y"
+    head = f'<th class="l">{corner}</th>' + "".join(f"<th>{_header(c)}</th>" for c in rho.columns)
+    rows = []
+    for x in rho.index:
+        cells = [f'<th class="l">{_e(x)}</th>']
+        for y in rho.columns:
+            r, lo, hi, k = rho.at[x, y], low.at[x, y], high.at[x, y], n.at[x, y]
+            if not np.isfinite(r):
+                cells.append(f'<td class="blank">&ndash;<br><small>n={int(k)}</small></td>')
+                continue
+            ci = f"[{lo:+.2f}, {hi:+.2f}]" if np.isfinite(lo) else "[no CI]"
+            weight = "font-weight:bold;" if np.isfinite(lo) and (lo > 0 or hi < 0) else ""
+            cells.append(
+                f'<td style="background:{_colour(r)};{weight}">{r:+.2f}<br>'
+                f"<small>{ci} n={int(k)}</small></td>"
+            )
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    return f'<div class="scroll"><table><tr>{head}</tr>{"".join(rows)}</table></div>'
+
+
+def selection_html(table: pd.DataFrame, group: str) -> str:
+    """Regret per selector (rows) and scenario/probe (columns), with random choice and the
+    best error for scale."""
+    regret = regret_pivot(table, group)
+    if regret.empty:
+        return '<p class="note">No transfer/*/mae score to select for.</p>'
+    sub = table[table["group"] == group].assign(target=lambda t: t["scenario"] + "/" + t["probe"])
+    first = sub.drop_duplicates("target").set_index("target")
+    chosen = sub.pivot(index="selector", columns="target", values="chosen")
+    head = '<th class="l">chosen by</th>' + "".join(f"<th>{_e(c)}</th>" for c in regret.columns)
+    rows = []
+    for selector in regret.index:
+        cells = [f'<th class="l">{_e(selector)}</th>']
+        for target in regret.columns:
+            v = regret.at[selector, target]
+            if not np.isfinite(v):
+                cells.append('<td class="blank">&ndash;</td>')
+            else:
+                tip = _e(chosen.at[selector, target])
+                cells.append(f'<td title="chosen: {tip}">{v:.4f}</td>')
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    for label, column in (("random choice (mean)", "random_regret"), ("best MAE", "best_mae")):
+        cells = [f'<th class="l"><i>{label}</i></th>']
+        for target in regret.columns:
+            v = first.at[target, column]
+            cells.append(
+                f"<td><i>{v:.4f}</i></td>" if np.isfinite(v) else '<td class="blank">&ndash;</td>'
+            )
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    return f'<div class="scroll"><table><tr>{head}</tr>{"".join(rows)}</table></div>'
+
+
+def _groups(table: pd.DataFrame) -> list[str]:
+    return list(pd.unique(table["group"])) if not table.empty else []
+
+
+def _grouped(table: pd.DataFrame, render: Callable[[pd.DataFrame, str], str]) -> str:
+    """The `all` group open, every other group folded."""
+    parts = []
+    for group in _groups(table):
+        body = render(table, group)
+        if group == "all":
+            parts.append(f"<h3>all finished trials</h3>{body}")
+        else:
+            parts.append(f"<details><summary>{_e(group)}</summary>{body}</details>")
+    return "".join(parts) or '<p class="note">Nothing to show.</p>'
+
+
+def _figure_html(fig: ReportFigure) -> str:
+    if fig.png is None:
+        return f'<p class="note"><b>{_e(fig.name)}</b> not drawn: {_e(fig.reason)}.</p>'
+    data = base64.b64encode(fig.png).decode("ascii")
+    return (
+        f'<figure><img alt="{_e(fig.name)}" src="data:image/png;base64,{data}">'
+        f"<figcaption><b>{_e(fig.name)}</b>: {_e(fig.caption)}</figcaption></figure>"
+    )
+
+
+def render_report(inputs: ReportInputs) -> str:
+    """The whole report as an HTML string."""
+    counts = inputs.status_counts
+    finished = int(counts.get("FINISHED", 0))
+    runs_table = _simple_table(
+        pd.DataFrame({"status": counts.index, "runs": counts.to_numpy()}), left=("status",)
+    )
+    unfinished = (
+        "<h3>Runs not analysed</h3>"
+        + _simple_table(inputs.unfinished, left=("trial", "status", "error"))
+        if not inputs.unfinished.empty
+        else ""
+    )
+    settings = ", ".join(f"{k}={v}" for k, v in inputs.settings.items())
+    body = f"""
+<h1>Study <code>{_e(inputs.study)}</code>: analysis</h1>
+<p class="note">{_e(settings)}</p>
+<h2>Runs</h2>
+<p>{finished} of {inputs.planned_trials} planned trials finished; only finished trials are
+analysed. Runs by MLflow status:</p>
+{runs_table}
+{unfinished}
+<h2>Rank correlations with OOD transfer</h2>
+<p class="note">Spearman's rho between each score (rows) and each transfer score (columns,
+<code>scenario / probe / score</code>) across trials, with its 95% bootstrap interval
+(trials resampled) and the number of trials n. MAE is an error (lower is better) and R&sup2; a
+score (higher is better), so a metric that helps transfer correlates negatively with MAE and
+positively with R&sup2;. Bold: the interval excludes 0. A dash: fewer than
+{inputs.min_trials} trials, or a score that does not vary. Cf. Dittadi et al. (2021), Fig. 5.
+</p>
+{_grouped(inputs.correlations, correlation_html)}
+<h2>Model selection: regret in transfer MAE</h2>
+<p class="note">For each scenario and probe, the transfer MAE of the model a score ranks
+first (highest ELBO, lowest reconstruction NLL, highest disentanglement or downstream score)
+minus the lowest MAE of any model: 0 means the score picked the best model. The
+<i>random choice</i> row is the mean MAE minus the best, what picking a model blindly costs.
+Hover a cell for the model chosen.</p>
+{_grouped(inputs.selection, selection_html)}
+<h2>Unsupervised scores vs disentanglement</h2>
+<p class="note">Rank correlation of ELBO, reconstruction (NLL, lower is better) and
+downstream accuracy (columns) with each disentanglement metric (rows). Cf. Dittadi et al.
+(2021), Fig. 3 right.</p>
+{_grouped(inputs.proxy_correlations, partial(correlation_html, transpose=True))}
+<h2>Figures</h2>
+{"".join(_figure_html(f) for f in inputs.figures)}
+<h2>Study spec</h2>
+<pre>{_e(inputs.spec_text)}</pre>
+"""
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>raystudy analysis: {_e(inputs.study)}</title><style>{STYLE}</style></head>"
+        f"<body>{body}</body></html>\n"
+    )

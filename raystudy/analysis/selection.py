@@ -1,0 +1,124 @@
+"""Model selection by a proxy score, measured as regret in OOD transfer error.
+
+The papers' practical question (Dittadi et al. 2021, Sec. 5.3 and Fig. 6; Locatello et al.
+2019, Sec. 5.4): without OOD labels, can one pick the model that will transfer best by its
+ELBO, its reconstruction, or (with labels) a disentanglement score? For each transfer score,
+the model a proxy ranks first is compared with the best model in hindsight:
+
+    regret = mae(model chosen by the proxy) - min over models of mae
+
+Zero means the proxy found the best model; `random_regret`, the mean error minus the best, is
+what picking a model at random costs on average, the baseline a useful proxy must beat.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from raystudy.analysis.columns import (
+    RUN_NAME,
+    predictor_columns,
+    selection_direction,
+    short,
+    transfer_scores,
+)
+
+COLUMNS = [
+    "scenario",
+    "probe",
+    "group",
+    "selector",
+    "direction",
+    "n",
+    "chosen",
+    "chosen_mae",
+    "best_mae",
+    "regret",
+    "random_regret",
+]
+
+
+def selector_columns(frame: pd.DataFrame) -> list[str]:
+    """Scores that can rank models: ELBO, reconstruction, every `dis/*` and `down/*`."""
+    return [c for c in predictor_columns(frame) if selection_direction(c)]
+
+
+def select(
+    scores: np.ndarray, errors: np.ndarray, direction: str
+) -> tuple[int, float, float, float] | None:
+    """(position of the chosen row, its error, best error, mean error) over the rows where
+    both values exist; None when there are none.
+
+    Ties in the proxy go to the first row in table order (trials are sorted by name), so a
+    result never depends on how the store happened to list runs.
+    """
+    both = np.flatnonzero(np.isfinite(scores) & np.isfinite(errors))
+    if both.size == 0:
+        return None
+    s, e = scores[both], errors[both]
+    pick = int(np.argmax(s) if direction == "max" else np.argmin(s))
+    return int(both[pick]), float(e[pick]), float(e.min()), float(e.mean())
+
+
+def selection_table(
+    frame: pd.DataFrame,
+    groups: Sequence[tuple[str, pd.Index]],
+    *,
+    min_trials: int = 5,
+) -> pd.DataFrame:
+    """One row per (scenario, probe, group, selector) for every `transfer/*/mae` score.
+
+    A cell with fewer than `min_trials` trials holding both scores is blank (n is kept).
+    """
+    names = frame[RUN_NAME] if RUN_NAME in frame.columns else frame.index.to_series().astype(str)
+    targets = transfer_scores(frame, ("mae",))
+    selectors = selector_columns(frame)
+    rows: list[dict[str, object]] = []
+    for group, index in groups:
+        # Plain arrays: thousands of small cells cost milliseconds, not pandas' seconds.
+        sub = frame.loc[index]
+        labels = names.loc[index].astype(str).to_numpy()
+        scores = sub[selectors].to_numpy(dtype=np.float64, na_value=np.nan)
+        for target in targets:
+            errors = sub[target.column].to_numpy(dtype=np.float64, na_value=np.nan)
+            for j, selector in enumerate(selectors):
+                direction = selection_direction(selector) or "max"
+                n = int((np.isfinite(scores[:, j]) & np.isfinite(errors)).sum())
+                row: dict[str, object] = {
+                    "scenario": target.scenario,
+                    "probe": target.probe,
+                    "group": group,
+                    "selector": short(selector),
+                    "direction": direction,
+                    "n": n,
+                }
+                picked = select(scores[:, j], errors, direction)
+                if picked is not None and n >= min_trials:
+                    at, chosen, best, mean = picked
+                    row.update(
+                        chosen=labels[at],
+                        chosen_mae=chosen,
+                        best_mae=best,
+                        regret=chosen - best,
+                        random_regret=mean - best,
+                    )
+                rows.append(row)
+    table = pd.DataFrame(rows, columns=COLUMNS).astype(
+        {c: "float64" for c in ("chosen_mae", "best_mae", "regret", "random_regret")}
+    )
+    if table.empty:
+        return table
+    # Read by scenario and probe first, as the report shows it.
+    order = {(t.scenario, t.probe): i for i, t in enumerate(targets)}
+    key = table[["scenario", "probe"]].apply(tuple, axis=1).map(order)
+    return table.iloc[np.argsort(key.to_numpy(), kind="stable")].reset_index(drop=True)
+
+
+def regret_pivot(table: pd.DataFrame, group: str = "all") -> pd.DataFrame:
+    """Rows: selectors; columns: `<scenario>/<probe>`; cells: regret, for one group."""
+    sub = table[table["group"] == group].assign(target=lambda t: t["scenario"] + "/" + t["probe"])
+    wide = sub.pivot(index="selector", columns="target", values="regret")
+    return wide.reindex(index=pd.unique(sub["selector"]), columns=pd.unique(sub["target"]))

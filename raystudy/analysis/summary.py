@@ -1,0 +1,56 @@
+"""What `raystudy analyze` prints: runs, files, and the headline tables, for a terminal."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from raystudy.analysis.correlations import format_table, pivot
+from raystudy.analysis.pipeline import REPORT_FILE, StudyAnalysis
+
+
+def format_summary(result: StudyAnalysis) -> str:
+    a = result.analysis
+    counts = a.status_counts
+    lines = [
+        "Runs: " + ", ".join(f"{v} {k.lower()}" for k, v in counts.items()),
+    ]
+    for row in a.unfinished.itertuples():
+        why = f": {row.error[:120]}" if row.error else ""
+        lines.append(f"  not analysed: {row.trial} ({row.status.lower()}{why})")
+    drawn = [f.name for f in a.figures if f.figure is not None]
+    lines.append(f"Wrote {len(result.files)} files ({len(drawn)} figures) to {result.folder}")
+    for f in a.figures:
+        if f.figure is None:
+            lines.append(f"  not drawn: {f.name} ({f.reason})")
+    if result.parent_run_id:
+        lines.append(f"Logged to the parent MLflow run {result.parent_run_id} under analysis/")
+    lines.append(f"Report: {(result.folder / REPORT_FILE).as_uri()}")
+    lines += ["", _correlations(a.correlations, a.settings.min_trials), ""]
+    lines.append(_regret(a.selection))
+    return "\n".join(lines)
+
+
+def _correlations(table: pd.DataFrame, min_trials: int) -> str:
+    maes = table[table["y"].str.endswith("/mae")]
+    head = (
+        "Spearman rho with transfer MAE, all finished trials (lower MAE is better; "
+        f"'.': fewer than {min_trials} trials or a constant score; CIs in correlations.csv)\n"
+    )
+    if maes.empty:
+        return head + "(no metric pairs to correlate)"
+    with pd.option_context("display.width", 200, "display.max_columns", 50):
+        return head + format_table(pivot(maes, "all"))
+
+
+def _regret(selection: pd.DataFrame) -> str:
+    """Mean regret of each selector over scenarios and probes, all finished trials."""
+    sub = selection[selection["group"] == "all"]
+    if sub.empty or sub["regret"].isna().all():
+        return "Model selection: too few finished trials to compare selectors."
+    mean = sub.groupby("selector", sort=False)["regret"].mean()
+    baseline = sub.groupby(["scenario", "probe"])["random_regret"].first().mean()
+    lines = ["Model selection, mean regret in transfer MAE over scenarios and probes (0 is best):"]
+    lines += [f"  {name:24s} {v:.4f}" for name, v in mean.items() if np.isfinite(v)]
+    lines.append(f"  {'(random choice)':24s} {baseline:.4f}")
+    return "\n".join(lines)

@@ -1,0 +1,99 @@
+"""A results table with a known answer: what the analysis must find, for tests and benchmarks.
+
+Each trial has a latent quality u ~ N(0, 1); the planted disentanglement score is Phi(u) and
+each transfer error a monotone function of -(c u + noise), noise ~ N(0, 1). Spearman's rho is
+unchanged by monotone maps of either variable, so the population rank correlation is that of
+a bivariate normal with Pearson r = -c / sqrt(c^2 + 1): rho_S = (6 / pi) arcsin(r / 2)
+(Kendall & Gibbons, "Rank Correlation Methods", 1990). In the scenario `exact` the error is a
+noise-free function of the planted score, so selecting by that score has zero regret. The
+`null` score is independent of everything: its rank correlations are 0.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+from scipy.special import expit, ndtr
+
+PLANTED = "dis/dci_d"
+NULL = "dis/sap"
+#: scenario -> strength c of the planted relation (None: noise-free).
+SCENARIOS: dict[str, float | None] = {"ood1_a": 1.0, "ood1_b": 2.0, "ood2_a": 0.5, "exact": None}
+PROBES = ("gbt", "mlp")
+FACTORS = ("shape", "scale", "orientation", "pos_x", "pos_y")
+OBJECTIVES = ("beta_vae", "factor_vae", "beta_tcvae", "ada_gvae", "ml_vae", "gt_decoder")
+
+
+def planted_rho(strength: float | None) -> float:
+    """Population Spearman rho between the planted score and a transfer error."""
+    if strength is None:
+        return -1.0
+    r = -strength / math.sqrt(strength**2 + 1.0)
+    return 6.0 / math.pi * math.asin(r / 2.0)
+
+
+def planted_results(
+    n: int = 300, *, seed: int = 0, failed: int = 0, running: int = 0
+) -> pd.DataFrame:
+    """A results table shaped like `load_results` output: n finished trials, then `failed`
+    ones (their metrics partly missing) and `running` ones (no final metrics yet)."""
+    rng = np.random.default_rng(seed)
+    total = n + failed + running
+    u = rng.normal(size=total)
+    dis = {
+        PLANTED: ndtr(u),
+        "dis/dci_c": ndtr(0.8 * u + 0.6 * rng.normal(size=total)),
+        "dis/dci_i": ndtr(0.5 * u + rng.normal(size=total)),
+        "dis/mig": 0.6 * ndtr(0.7 * u + 0.7 * rng.normal(size=total)),
+        "dis/modularity": ndtr(0.3 * u + rng.normal(size=total)),
+        "dis/explicitness": ndtr(0.4 * u + rng.normal(size=total)),
+        "dis/beta_vae": 0.5 + 0.5 * ndtr(0.6 * u + rng.normal(size=total)),
+        "dis/factor_vae": 0.3 + 0.7 * ndtr(0.6 * u + rng.normal(size=total)),
+        NULL: rng.uniform(size=total),
+    }
+    recon = 8000.0 + 40.0 * rng.normal(size=total) - 10.0 * u
+    kl = 20.0 + 3.0 * rng.normal(size=total)
+    metrics: dict[str, np.ndarray] = {f"metrics.{k}": v for k, v in dis.items()}
+    metrics |= {
+        "metrics.eval/recon": recon,
+        "metrics.eval/kl": kl,
+        "metrics.eval/elbo": -(recon + kl),
+        "metrics.down/gbt10000_acc": ndtr(0.5 * u + rng.normal(size=total)),
+    }
+    for scenario, strength in SCENARIOS.items():
+        for probe in PROBES:
+            latent = -u if strength is None else -(strength * u + rng.normal(size=total))
+            mae = 0.1 + 0.3 * expit(latent)
+            prefix = f"metrics.transfer/{scenario}/{probe}"
+            metrics[f"{prefix}/mae"] = mae
+            metrics[f"{prefix}/r2"] = 1.0 - 8.0 * mae**2
+            for i, factor in enumerate(FACTORS):
+                scale = 0.6 + 0.2 * i
+                metrics[f"{prefix}/mae/{factor}"] = mae * scale + 0.01 * rng.normal(size=total)
+    frame = pd.DataFrame(metrics)
+    status = np.array(["FINISHED"] * n + ["FAILED"] * failed + ["RUNNING"] * running)
+    # A failed trial logged only what it measured before failing; a running one nothing final.
+    transfer = [c for c in frame.columns if c.startswith("metrics.transfer/")]
+    frame.loc[status == "FAILED", transfer] = np.nan
+    frame.loc[status == "RUNNING", :] = np.nan
+    objective = np.array(OBJECTIVES)[np.arange(total) % len(OBJECTIVES)]
+    params = {
+        "params.model.objective": objective,
+        "params.model.beta": np.array(["1.0", "2.0", "4.0", "8.0"])[rng.integers(0, 4, total)],
+        "params.train.input_noise": np.where(np.arange(total) % 2 == 0, "False", "True"),
+        "params.split": "dittadi_hues",
+        "params.seed": (np.arange(total) // len(OBJECTIVES) % 3).astype(str),
+    }
+    names = [f"{i:04d}_{o}" for i, o in enumerate(objective)]
+    head = pd.DataFrame(
+        {"run_id": [f"run{i:05d}" for i in range(total)], "status": status, **params}
+    )
+    tags = pd.DataFrame(
+        {
+            "tags.mlflow.runName": names,
+            "tags.raystudy.error": np.where(status == "FAILED", "RuntimeError: planted", None),
+        }
+    )
+    return pd.concat([head, frame, tags], axis=1)

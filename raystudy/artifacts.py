@@ -1,0 +1,109 @@
+"""What a trial shows in the MLflow UI, beside its numbers: why a model scores as it does.
+
+- `reconstructions.png`: held-out inputs (top row) over their reconstructions (bottom row);
+- `traversals.png`: one latent dimension varied per row, the others held at one image's code
+  (Higgins et al. 2017, Fig. 7; disentanglement_lib's "fixed interval" traversal over [-2, 2]
+  of the prior, or [0, 1] for the ground-truth code of gt_decoder);
+- `dci_importance.png`: the DCI importance matrix R (codes x factors) as a Hinton diagram
+  (Eastwood & Williams 2018, Fig. 2): a disentangled code has one large square per row.
+
+The importance matrix here is refitted on a capped subsample (`DCI_TRAIN` + `DCI_TEST`
+points), so drawing it costs a few seconds whatever `evaluation.num_train` is; the logged
+`dis/dci_*` scores come from the full evaluation sample and may differ slightly.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from matplotlib.figure import Figure
+from numpy.typing import NDArray
+
+DCI_TRAIN, DCI_TEST = 500, 250
+TRAVERSAL_STEPS = 7
+
+
+def image_grid(images: NDArray[np.floating]) -> NDArray[np.floating]:
+    """(rows, cols, C, H, W) in [0, 1] -> one (rows*H, cols*W, C) image, 1 px white gaps."""
+    rows, cols, c, h, w = images.shape
+    grid = np.ones((rows * (h + 1) - 1, cols * (w + 1) - 1, c), dtype=np.float32)
+    for i in range(rows):
+        for j in range(cols):
+            grid[i * (h + 1) : i * (h + 1) + h, j * (w + 1) : j * (w + 1) + w] = np.moveaxis(
+                images[i, j], 0, -1
+            )
+    return grid
+
+
+def grid_figure(
+    images: NDArray[np.floating],
+    row_labels: list[str],
+    col_labels: list[str],
+    title: str,
+    xlabel: str = "",
+) -> Figure:
+    """(rows, cols, C, H, W) images in [0, 1] as one labelled figure."""
+    rows, cols, _, h, w = images.shape
+    grid = np.clip(image_grid(images), 0.0, 1.0)
+    fig = Figure(figsize=(1.0 + 0.95 * cols, 0.6 + 0.95 * rows), layout="constrained")
+    ax = fig.subplots()
+    ax.imshow(grid.squeeze(-1) if grid.shape[-1] == 1 else grid, cmap="gray", vmin=0, vmax=1)
+    ax.set_xticks([j * (w + 1) + w / 2 for j in range(cols)])
+    ax.set_xticklabels(col_labels, fontsize=8)
+    ax.set_yticks([i * (h + 1) + h / 2 for i in range(rows)])
+    ax.set_yticklabels(row_labels, fontsize=8)
+    ax.tick_params(length=0)
+    for spine in ax.spines.values():
+        spine.set_visible(False)
+    ax.set_xlabel(xlabel, fontsize=8)
+    ax.set_title(title, fontsize=9)
+    return fig
+
+
+def traversal_codes(code: NDArray[np.floating], values: NDArray[np.floating]) -> NDArray:
+    """(D * S, D): `code` repeated, dimension d set to each of the S `values` in block d."""
+    d, s = code.shape[0], values.shape[0]
+    codes = np.tile(code, (d * s, 1))
+    for dim in range(d):
+        codes[dim * s : (dim + 1) * s, dim] = values
+    return codes
+
+
+@torch.no_grad()
+def decode_images(model: torch.nn.Module, codes: NDArray, device: torch.device) -> NDArray:
+    """Bernoulli means (sigmoid of the decoder's logits) of `codes`, as numpy (N, C, H, W)."""
+    z = torch.as_tensor(codes, dtype=torch.float32, device=device)
+    return torch.sigmoid(model.decode(z)).cpu().numpy()
+
+
+def hinton_figure(
+    importance: NDArray[np.floating], factor_names: list[str], title: str = ""
+) -> Figure:
+    """Squares with area proportional to each R[j, k] (codes down, factors across)."""
+    codes, factors = importance.shape
+    fig = Figure(figsize=(1.0 + 0.7 * factors, 1.0 + 0.45 * codes), layout="constrained")
+    ax = fig.subplots()
+    ax.set_facecolor("#f0f0f0")
+    peak = float(importance.max()) or 1.0
+    for (j, k), value in np.ndenumerate(importance):
+        side = np.sqrt(max(value, 0.0) / peak) * 0.9
+        ax.add_patch(
+            _square(k - side / 2, j - side / 2, side, "#2b5d9b" if value > 0 else "#f0f0f0")
+        )
+    ax.set_xlim(-0.5, factors - 0.5)
+    ax.set_ylim(codes - 0.5, -0.5)
+    ax.set_aspect("equal")
+    ax.set_xticks(range(factors))
+    ax.set_xticklabels(factor_names, rotation=45, ha="right")
+    ax.set_yticks(range(codes))
+    ax.set_yticklabels([f"z{j}" for j in range(codes)])
+    ax.set_xlabel("factor")
+    ax.set_ylabel("code dimension")
+    ax.set_title(title, fontsize=9)
+    return fig
+
+
+def _square(x: float, y: float, side: float, colour: str) -> object:
+    from matplotlib.patches import Rectangle
+
+    return Rectangle((x, y), side, side, facecolor=colour, edgecolor="none")
