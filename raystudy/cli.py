@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -25,70 +25,282 @@ def _fail(message: str) -> None:
     raise typer.Exit(2)
 
 
-@app.command()
-def run(
-    spec: Annotated[Path, typer.Argument(help="Study YAML file.")],
-    address: Annotated[
-        str | None, typer.Option(help="Ray cluster to join (auto, ray://host:port); default local.")
-    ] = None,
-    output: OutputOpt = Path("studies"),
-    set_: SetOpt = None,
-    overwrite: Annotated[
-        bool, typer.Option("--overwrite", help="Delete an existing study of the same name first.")
-    ] = False,
+AddressOpt = Annotated[
+    str | None,
+    typer.Option(help="Ray cluster to join (auto, ray://host:10001); default: start a local one."),
+]
+StudyArg = Annotated[str, typer.Argument(help="Study name (a folder under --output).")]
+
+
+def _report(outcome: Any, output: Path) -> None:
+    """Say what finished, what did not, and what to do next."""
+    name = outcome.info.name
+    states = ", ".join(f"{v} {k.lower()}" for k, v in sorted(outcome.states.items()))
+    typer.echo(f"Study {name!r} ended in {outcome.wall_s:.0f} s: {states}.")
+    typer.echo(f"MLflow UI: raystudy ui {name} --output {output}")
+    typer.echo(f"Analysis:  raystudy analyze {name} --output {output}")
+    if not outcome.ok:
+        done = outcome.states.get("TERMINATED", 0)
+        typer.secho(
+            f"{outcome.info.num_trials - done} of {outcome.info.num_trials} trials did not "
+            f"finish. Continue with: raystudy resume {name} --output {output}"
+            + (" --restart-errored" if outcome.states.get("ERROR") else ""),
+            fg=typer.colors.YELLOW,
+        )
+        raise typer.Exit(1)
+
+
+def _run(
+    spec: Path,
+    address: str | None,
+    output: Path,
+    overrides: list[str],
+    overwrite: bool,
+    methods: tuple[str, ...],
 ) -> None:
-    """Run every trial of a study and log them to MLflow."""
     from raystudy.spec import SpecError, load_spec
     from raystudy.study import StudyError, run_study
 
     try:
-        study_spec = load_spec(spec, set_ or [])
+        study_spec = load_spec(spec, overrides)
     except SpecError as exc:
         _fail(str(exc))
-    n = len(study_spec.points())
+    if study_spec.search.method not in methods:
+        _fail(
+            f"{spec}: search.method is {study_spec.search.method!r}; this command runs "
+            f"{' or '.join(methods)} searches"
+        )
+    n = study_spec.num_trials()
     typer.echo(f"Study {study_spec.name!r}: {n} trials -> {(output / study_spec.name).resolve()}")
     try:
         outcome = run_study(study_spec, output=output, address=address, overwrite=overwrite)
     except StudyError as exc:
         _fail(str(exc))
-    states = ", ".join(f"{v} {k.lower()}" for k, v in sorted(outcome.states.items()))
-    typer.echo(f"Study {study_spec.name!r} ended in {outcome.wall_s:.0f} s: {states}.")
-    typer.echo(f"MLflow UI: mlflow ui --backend-store-uri {outcome.info.tracking_uri}")
-    typer.echo(f"Analysis:  raystudy analyze {study_spec.name} --output {output}")
-    if not outcome.ok:
-        raise typer.Exit(1)
+    _report(outcome, output)
+
+
+OverwriteOpt = Annotated[
+    bool, typer.Option("--overwrite", help="Delete an existing study of the same name first.")
+]
+
+
+@app.command()
+def run(
+    spec: Annotated[Path, typer.Argument(help="Study YAML file.")],
+    address: AddressOpt = None,
+    output: OutputOpt = Path("studies"),
+    set_: SetOpt = None,
+    overwrite: OverwriteOpt = False,
+) -> None:
+    """Run every trial of a study (grid or random search) and log them to MLflow."""
+    _run(spec, address, output, set_ or [], overwrite, ("grid", "random", "optuna"))
+
+
+@app.command()
+def optimize(
+    spec: Annotated[Path, typer.Argument(help="Study YAML file with search.method: optuna.")],
+    address: AddressOpt = None,
+    output: OutputOpt = Path("studies"),
+    set_: SetOpt = None,
+    overwrite: OverwriteOpt = False,
+) -> None:
+    """Run an Optuna-guided search; the Optuna study persists beside the MLflow store."""
+    _run(spec, address, output, set_ or [], overwrite, ("optuna",))
+
+
+@app.command()
+def plan(
+    spec: Annotated[Path, typer.Argument(help="Study YAML file.")],
+    set_: SetOpt = None,
+    cpus: Annotated[
+        float | None, typer.Option(help="Cluster CPUs (default: this machine).")
+    ] = None,
+    gpus: Annotated[float, typer.Option(help="Cluster GPUs.")] = 0.0,
+    calibrate: Annotated[
+        bool, typer.Option(help="Time a few steps and one evaluation of each trial kind here.")
+    ] = True,
+    steps: Annotated[int, typer.Option(help="Training steps timed per trial kind.")] = 10,
+) -> None:
+    """Trial count, resource plan and estimated cost of a study, before running it."""
+    import os
+
+    from raystudy.plan import format_plan, make_plan
+    from raystudy.spec import SpecError, load_spec
+
+    try:
+        study_spec = load_spec(spec, set_ or [])
+    except SpecError as exc:
+        _fail(str(exc))
+    result = make_plan(
+        study_spec, cpus if cpus is not None else float(os.cpu_count() or 1), gpus,
+        calibration_steps=steps if calibrate else None,
+    )
+    typer.echo(format_plan(result, study_spec.name))
+
+
+@app.command()
+def resume(
+    study: StudyArg,
+    output: OutputOpt = Path("studies"),
+    address: AddressOpt = None,
+    restart_errored: Annotated[
+        bool, typer.Option(help="Start errored trials from scratch instead of their checkpoint.")
+    ] = False,
+) -> None:
+    """Finish an interrupted study: unfinished trials continue from their checkpoints."""
+    from raystudy.study import StudyError, resume_study
+
+    try:
+        outcome = resume_study(
+            (output / study).resolve(), address=address, restart_errored=restart_errored
+        )
+    except StudyError as exc:
+        _fail(str(exc))
+    _report(outcome, output)
+
+
+@app.command()
+def status(study: StudyArg, output: OutputOpt = Path("studies")) -> None:
+    """Trial counts by state (Tune's view) and MLflow runs by status."""
+    from raystudy.analysis.results import load_results
+    from raystudy.study import StudyError, StudyInfo, study_status
+
+    study_dir = (output / study).resolve()
+    try:
+        info = StudyInfo.read(study_dir)
+        counts = study_status(study_dir)
+        runs = load_results(study_dir)
+    except StudyError as exc:
+        _fail(str(exc))
+    typer.echo(f"Study {study!r} ({info.num_trials} trials) in {study_dir}")
+    names = {"TERMINATED": "done", "RUNNING": "running", "ERROR": "failed", "PENDING": "pending"}
+    for state in ("TERMINATED", "RUNNING", "ERROR", "PENDING", "PAUSED"):
+        if counts.get(state):
+            typer.echo(f"  {names.get(state, state.lower()):8s} {counts[state]}")
+    if not runs.empty:
+        by_status = runs["status"].value_counts().to_dict()
+        typer.echo("  MLflow runs: " + ", ".join(f"{v} {k.lower()}" for k, v in by_status.items()))
+
+
+@app.command()
+def ui(
+    study: StudyArg,
+    output: OutputOpt = Path("studies"),
+    port: Annotated[int, typer.Option(help="Port on 127.0.0.1.")] = 5000,
+) -> None:
+    """Start the MLflow UI on the study's store, bound to 127.0.0.1."""
+    import subprocess
+    import sys
+
+    from raystudy.study import StudyError, StudyInfo
+
+    try:
+        info = StudyInfo.read((output / study).resolve())
+    except StudyError as exc:
+        _fail(str(exc))
+    typer.echo(f"MLflow UI for {study!r} on http://127.0.0.1:{port} (Ctrl-C stops it)")
+    command = [
+        sys.executable,
+        "-m",
+        "mlflow",
+        "ui",
+        "--backend-store-uri",
+        info.tracking_uri,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+    ]
+    raise typer.Exit(subprocess.call(command))
 
 
 @app.command()
 def analyze(
     study: Annotated[str, typer.Argument(help="Study name (a folder under --output).")],
     output: OutputOpt = Path("studies"),
+    by: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--by",
+            help="Also group trials by this grid axis (model.beta, model, noise, ...); repeatable.",
+        ),
+    ] = None,
+    bootstrap: Annotated[
+        int, typer.Option(min=0, help="Bootstrap resamples per confidence interval.")
+    ] = 1000,
+    seed: Annotated[int, typer.Option(help="Seed of the bootstrap resamples.")] = 0,
+    min_trials: Annotated[
+        int, typer.Option(min=2, help="Fewest trials behind a number; fewer leave it blank.")
+    ] = 5,
+    log: Annotated[
+        bool, typer.Option(help="Log the files to the study's parent MLflow run.")
+    ] = True,
 ) -> None:
-    """Read a study's runs into a Parquet table and print the Spearman correlations."""
-    import pandas as pd
-
-    from raystudy.analysis.correlations import format_table, spearman_table
-    from raystudy.analysis.results import load_results, write_results
+    """Correlations with bootstrap CIs, model selection, figures and an HTML report of a
+    study, written to <output>/<study>/analysis/ and logged to its parent MLflow run."""
+    from raystudy.analysis.pipeline import AnalysisError, Settings, analyze_study
+    from raystudy.analysis.summary import format_summary
     from raystudy.study import StudyError
 
-    study_dir = (output / study).resolve()
+    settings = Settings(by=tuple(by or ()), n_boot=bootstrap, seed=seed, min_trials=min_trials)
     try:
-        frame = load_results(study_dir)
-    except StudyError as exc:
+        result = analyze_study((output / study).resolve(), settings, log=log)
+    except (StudyError, AnalysisError) as exc:
         _fail(str(exc))
-    if frame.empty:
-        _fail(f"study {study!r} has no trial runs yet in its MLflow store")
-    path = write_results(frame, study_dir)
-    finished = frame[frame["status"] == "FINISHED"]
-    typer.echo(f"{len(frame)} trial runs ({len(finished)} finished) -> {path}")
-    table = spearman_table(finished)
-    table.to_csv(path.with_name("spearman_mae.csv"))
-    with pd.option_context("display.width", 200, "display.max_columns", 50):
-        typer.echo(
-            "\nSpearman rank correlation, rows: transfer MAE (lower is better); "
-            "columns: dis/* and eval/* metrics\n"
-        )
-        typer.echo(format_table(table))
+    typer.echo(format_summary(result))
+
+
+# --- datasets: look at the data before a study ---------------------------------------------
+
+datasets_app = typer.Typer(
+    no_args_is_help=False,
+    invoke_without_command=True,
+    help="List the datasets (factors, sizes, domains), or show samples of one as a PNG.",
+)
+app.add_typer(datasets_app, name="datasets")
+
+
+@datasets_app.callback()
+def datasets(ctx: typer.Context) -> None:
+    """List every dataset with its factors, sizes and domains."""
+    if ctx.invoked_subcommand is None:
+        from raystudy.data.catalog import catalog, format_catalog
+
+        typer.echo(format_catalog(catalog()))
+
+
+@datasets_app.command("show")
+def datasets_show(
+    name: Annotated[str, typer.Argument(help="Dataset name (see `raystudy datasets`).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="PNG file to write.")] = Path("grid.png"),
+    n: Annotated[int, typer.Option("--n", min=1, help="Samples per domain.")] = 8,
+    seed: Annotated[int, typer.Option(help="Seed of the sampled factor combinations.")] = 0,
+    option: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--option", "-O", help="Dataset option key=value (YAML value), e.g. path=3dshapes.h5."
+        ),
+    ] = None,
+) -> None:
+    """Write a grid of samples: one row per domain, the same factor combinations in each."""
+    import yaml
+
+    from raystudy.data import get_dataset
+    from raystudy.data.preview import write_preview
+
+    options = {}
+    for item in option or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            _fail(f"--option {item!r}: expected key=value")
+        options[key] = yaml.safe_load(value)
+    try:
+        ds = get_dataset(name, **options)
+        path = write_preview(ds, out, n=n, seed=seed)
+    except (ValueError, TypeError, FileNotFoundError) as exc:
+        _fail(str(exc))
+    rows = ", ".join(f"row {i + 1}: {d}" for i, d in enumerate(ds.domains))
+    typer.echo(f"{ds!r}\n{n} samples per domain ({rows}) -> {path}")
 
 
 def main() -> None:

@@ -15,9 +15,18 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from raystudy.registry import unknown_name_message
+from raystudy.search import check_space, random_points
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 
@@ -58,10 +67,47 @@ class DatasetConfig(_Strict):
 
 
 class ModelConfig(_Strict):
+    """Objective and architecture by name, and the objectives' hyperparameters.
+
+    Each objective reads only the fields it names (`OBJECTIVES[name].hyperparameters`) and
+    ignores the others, so one grid can sweep several objectives. Defaults follow
+    disentanglement_lib's study configs where those fix a value.
+    """
+
     objective: str = "beta_vae"
     architecture: str = "conv"
-    latent_dim: int = Field(10, ge=1, le=1024)
-    beta: float = Field(1.0, ge=0.0)
+    latent_dim: int = Field(
+        10, ge=1, le=1024, description="code size; gt_decoder and supervised: one per factor"
+    )
+    beta: float = Field(
+        1.0,
+        ge=0.0,
+        description="weight of the KL (beta_vae, ada_gvae, ml_vae) or of the TC (beta_tcvae)",
+    )
+    gamma: float | None = Field(
+        None,
+        gt=0.0,
+        description="annealed_vae: weight of |KL - C| (unset: 1000); "
+        "factor_vae: weight of the TC (unset: 10)",
+    )
+    c_max: float = Field(25.0, ge=0.0, description="annealed_vae: final capacity C in nats")
+    iteration_threshold: int = Field(
+        100_000, ge=1, description="annealed_vae: steps over which C grows from 0 to c_max"
+    )
+    lambda_od: float = Field(
+        10.0,
+        ge=0.0,
+        description="dip_vae_i / dip_vae_ii: off-diagonal covariance weight; the diagonal "
+        "weight is 10x (I) or 1x (II)",
+    )
+    kl_mode: Literal["kl", "symmetric_kl"] = Field(
+        "kl", description="ada_gvae / ml_vae: divergence that decides the shared dimensions"
+    )
+    k: Annotated[int, Field(ge=1, strict=True)] | Literal["random"] = Field(
+        1,
+        description="ada_gvae / ml_vae: factors that differ within a pair; random: uniform "
+        "in 1..K-1 per pair",
+    )
 
     @field_validator("objective")
     @classmethod
@@ -79,14 +125,36 @@ class ModelConfig(_Strict):
 
 
 class TrainConfig(_Strict):
-    steps: int = Field(500, ge=1)
+    steps: int = Field(500, ge=0, description="0: no training (dry runs, reference models)")
     batch_size: int = Field(64, ge=1)
     lr: float = Field(1e-4, gt=0.0)
     kl_warmup_steps: int = Field(0, ge=0, description="linear KL warm-up from 0 to 1")
     grad_clip: float | None = Field(None, gt=0.0, description="max global gradient norm")
     input_noise: bool = False
+    input_noise_pixel_sd: float = Field(
+        0.05, ge=0.0, description="sd of the per-sub-pixel Gaussian input noise (Dittadi 2021)"
+    )
+    input_noise_grey_sd: float = Field(
+        0.1, ge=0.0, description="sd of the upsampled greyscale Gaussian input noise"
+    )
     report_every: int = Field(50, ge=1, description="steps between train/* reports")
-    checkpoint_every: int = Field(100, ge=1, description="steps between checkpoints")
+    checkpoint_every: int | None = Field(
+        None, ge=1, description="steps between checkpoints; null: at every report"
+    )
+
+    @model_validator(mode="after")
+    def _checkpoint_at_reports(self) -> TrainConfig:
+        # A checkpoint between two reports would resume with a half-filled report window.
+        if self.checkpoint_every is not None and self.checkpoint_every % self.report_every:
+            raise ValueError(
+                f"checkpoint_every ({self.checkpoint_every}) must be a multiple of "
+                f"report_every ({self.report_every})"
+            )
+        return self
+
+    @property
+    def checkpoint_interval(self) -> int:
+        return self.checkpoint_every or self.report_every
 
 
 def _metric_known(v: str) -> str:
@@ -112,7 +180,7 @@ class EvaluationConfig(_Strict):
     num_test: int = Field(5000, ge=10, description="points the dis/* metrics test on")
     probe_train: int = Field(2000, ge=10, description="points each transfer probe trains on")
     probe_test: int = Field(1000, ge=10, description="points each transfer probe is tested on")
-    num_eval_images: int = Field(1000, ge=1, description="held-out images for eval/*")
+    num_eval_images: int = Field(1000, ge=0, description="held-out images for eval/*; 0: none")
     seed: int = Field(0, description="the same ground-truth draws score every model")
 
 
@@ -140,14 +208,68 @@ class TrialConfig(_TrialFields):
         return flatten(self.model_dump(mode="json"))
 
 
+class AshaConfig(_Strict):
+    """Early stopping of poor trials on a metric reported during training (Li et al. 2020)."""
+
+    metric: str = "train/loss"
+    mode: Literal["min", "max"] = "min"
+    grace_period: int = Field(2, ge=1, description="reports before a trial can be stopped")
+    reduction_factor: float = Field(2.0, gt=1.0)
+    max_t: int = Field(100, ge=1, description="reports a trial may make at most")
+
+
 class SearchConfig(_Strict):
-    method: Literal["grid"] = "grid"
+    """grid: the `grid` field; random / optuna: `num_samples` draws from `space`."""
+
+    method: Literal["grid", "random", "optuna"] = "grid"
+    space: dict[str, Any] = Field(default_factory=dict)
+    num_samples: int = Field(10, ge=1)
+    metric: str | list[str] | None = None
+    mode: Literal["min", "max"] | list[Literal["min", "max"]] | None = None
+    sampler: Literal["tpe", "nsga2", "random"] = "tpe"
+    storage: str | None = Field(
+        None, description="Optuna storage URL; null -> sqlite optuna.db in the study folder"
+    )
+    seed: int = 0
+    asha: AshaConfig | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> SearchConfig:
+        problems = check_space(self.space)
+        if problems:
+            raise ValueError("; ".join(f"{p.removeprefix('search.')}: {m}" for p, m in problems))
+        if self.method == "grid" and self.space:
+            raise ValueError("space is for method random or optuna; a grid goes in `grid`")
+        if self.method != "grid" and not self.space:
+            raise ValueError(f"method {self.method} samples from `space`, which is empty")
+        if self.method == "optuna":
+            metrics = self.metric if isinstance(self.metric, list) else [self.metric]
+            modes = self.mode if isinstance(self.mode, list) else [self.mode]
+            if self.metric is None or self.mode is None:
+                raise ValueError("method optuna needs `metric` and `mode` (min or max)")
+            if len(metrics) != len(modes):
+                raise ValueError(f"{len(metrics)} metrics but {len(modes)} modes")
+            if len(metrics) > 1 and self.asha is not None:
+                raise ValueError("asha stops on one metric; not with multi-objective search")
+        return self
+
+
+class ExecutionConfig(_Strict):
+    """How Tune runs the trials."""
+
+    max_failures: int = Field(1, ge=0, description="retries of a failed trial from its checkpoint")
+    time_budget_s: float | None = Field(None, gt=0, description="stop the study after this")
+    max_concurrent_trials: int | None = Field(None, ge=1)
 
 
 class ResourcesConfig(_Strict):
     cpu: float = Field(1.0, gt=0.0, description="CPUs per trial (also torch's thread count)")
     gpu: float = Field(
         0.0, ge=0.0, description="GPUs per trial, fractional to share one; ignored without GPUs"
+    )
+    autoscale: bool = Field(
+        False,
+        description="the cluster's autoscaler adds nodes: request resources no node has yet",
     )
 
 
@@ -164,6 +286,7 @@ class StudySpec(_TrialFields):
     name: str = Field(pattern=NAME_PATTERN, description="the MLflow experiment and output folder")
     grid: dict[str, Any] = Field(default_factory=dict)
     search: SearchConfig = Field(default_factory=SearchConfig)
+    execution: ExecutionConfig = Field(default_factory=ExecutionConfig)
     resources: ResourcesConfig = Field(default_factory=ResourcesConfig)
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
 
@@ -176,7 +299,16 @@ class StudySpec(_TrialFields):
         return [TrialConfig.model_validate(deep_merge(self.base(), p)) for p in self.points()]
 
     def points(self) -> list[dict[str, Any]]:
+        """The fixed trial overrides: grid points, or the random draws. Empty for optuna,
+        whose points are chosen while the study runs."""
+        if self.search.method == "random":
+            return random_points(self.search.space, self.search.num_samples, self.search.seed)
+        if self.search.method == "optuna":
+            return []
         return expand_grid(self.grid)
+
+    def num_trials(self) -> int:
+        return self.search.num_samples if self.search.method == "optuna" else len(self.points())
 
 
 # -- grid expansion ------------------------------------------------------------------------
@@ -310,18 +442,38 @@ def validate_spec(raw: Any, source: str = "<spec>") -> StudySpec:
     except ValidationError as exc:
         raise SpecError(source, _problems(exc)) from None
     unknown = _check_known_fields(spec.grid, TrialConfig, "grid")
+    unknown += _check_known_fields(spec.search.space, TrialConfig, "search.space")
     if unknown:
         raise SpecError(source, [(u.split(": ", 1)[0], u.split(": ", 1)[1]) for u in unknown])
-    points = spec.points()
+    if spec.search.method != "grid" and spec.grid:
+        raise SpecError(
+            source,
+            [
+                (
+                    "grid",
+                    f"search method {spec.search.method} samples search.space; leave grid empty",
+                )
+            ],
+        )
+    if spec.search.method == "optuna":
+        # The points come while the study runs: validate a fixed sample of what it can draw.
+        points, label = random_points(spec.search.space, 64, seed=0), "search.space draw"
+    else:
+        points = spec.points()
+        label = "grid point" if spec.search.method == "grid" else "search.space draw"
     if not points:
         raise SpecError(source, [("grid", "expands to no trial (an axis is an empty list)")])
     problems: list[tuple[str, str]] = []
+    seen: set[tuple[str, str]] = set()
     for i, point in enumerate(points):
         try:
             TrialConfig.model_validate(deep_merge(spec.base(), point))
         except ValidationError as exc:
             shown = ", ".join(f"{k}={v}" for k, v in flatten(point).items())
-            problems += [(f"grid point {i} ({shown}) -> {p}", m) for p, m in _problems(exc)]
+            for p, m in _problems(exc):
+                if (p, m) not in seen:  # one report per distinct problem, not per draw
+                    seen.add((p, m))
+                    problems.append((f"{label} {i} ({shown}) -> {p}", m))
     if problems:
         raise SpecError(source, problems)
     return spec

@@ -22,9 +22,11 @@ from typing import Any
 
 import torch
 import yaml
+from ray.tune.search.optuna import OptunaSearch
 
 import raystudy
-from raystudy.spec import StudySpec, TrialConfig, flatten, varying
+from raystudy.search import define_by_run
+from raystudy.spec import StudySpec, TrialConfig, deep_merge, flatten, varying
 from raystudy.tracking import StudyTracker, default_uri
 from raystudy.trial import EVALUATED, TrialContext, run_trial
 
@@ -99,23 +101,36 @@ class TuneReporter:
 
 
 def _trainable(
-    config: dict[str, Any], *, trials: list[dict[str, Any]], context: dict[str, Any]
+    config: dict[str, Any],
+    *,
+    base: dict[str, Any],
+    points: list[dict[str, Any]],
+    context: dict[str, Any],
 ) -> None:
+    """One Tune trial: resolve its config (a fixed point or an Optuna draw) and run it."""
+    import ray
     from ray import tune
 
+    override = points[config["point"]] if "point" in config else config["override"]
+    trial_config = TrialConfig.model_validate(deep_merge(base, override))
+    gpu = context.pop("gpu", 0.0)
+    if gpu and torch.cuda.is_available():
+        # Ray shares a GPU between fractional trials but does not isolate their memory: cap
+        # each at its share so co-located trials cannot starve one another.
+        torch.cuda.set_per_process_memory_fraction(min(1.0, gpu))
     tune_context = tune.get_context()
-    trial_config = TrialConfig.model_validate(trials[config["point"]])
     ctx = TrialContext(
         trial_id=tune_context.get_trial_id(),
         trial_name=tune_context.get_trial_name(),
+        node=ray.get_runtime_context().get_node_id(),
+        gpu_ids=",".join(str(g) for g in ray.get_gpu_ids()),
         **context,
     )
     run_trial(trial_config, ctx, TuneReporter())
 
 
-def trial_labels(spec: StudySpec) -> list[str]:
-    """Short names from the values that vary across the grid, e.g. `003_ada_gvae_beta=4`."""
-    points = spec.points()
+def trial_labels(points: list[dict[str, Any]]) -> list[str]:
+    """Short names from the values that vary across points, e.g. `003_ada_gvae_beta=4`."""
     keys = varying(points)
     labels = []
     for i, point in enumerate(points):
@@ -131,7 +146,9 @@ def trial_labels(spec: StudySpec) -> list[str]:
 
 
 def _trial_name(trial: Any, labels: list[str]) -> str:
-    return labels[trial.config["point"]]
+    if "point" in trial.config:
+        return labels[trial.config["point"]]
+    return f"optuna_{trial.trial_id}"
 
 
 def _code_version() -> str:
@@ -155,7 +172,8 @@ def prepare_study_dir(output: Path, name: str, overwrite: bool) -> Path:
         if not overwrite:
             raise StudyError(
                 f"{study_dir} already holds a study named {name!r}; pass --overwrite to delete "
-                "it and start again, or --output to write elsewhere"
+                f"it and start again, `raystudy resume {name}` to finish it, or --output to "
+                "write elsewhere"
             )
         shutil.rmtree(study_dir)
     study_dir.mkdir(parents=True, exist_ok=True)
@@ -170,6 +188,8 @@ def connect(address: str | None) -> None:
     # Tune warns whenever checkpoints come faster than every 5 s, which short trials do by
     # design; the warning says nothing a user can act on.
     os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
+    # The searcher's metric exists only in a trial's final result, not in its train reports.
+    os.environ.setdefault("TUNE_DISABLE_STRICT_METRIC_CHECKING", "1")
     if ray.is_initialized():
         return
     if address:
@@ -182,25 +202,158 @@ def trial_resources(spec: StudySpec) -> dict[str, float]:
     """What each trial asks for, fitted to the cluster we are connected to.
 
     A trial asking for a GPU on a cluster without one would pend forever without an error, so
-    the same YAML runs on CPU there; a request no node can ever satisfy fails now.
+    the same YAML runs on CPU there (unless `resources.autoscale` says GPU nodes will come);
+    a request no node can ever satisfy fails now, saying what was asked and what exists.
     """
     import ray
 
-    cluster = ray.cluster_resources()
-    cpus, gpus = cluster.get("CPU", 0.0), cluster.get("GPU", 0.0)
     want = spec.resources
-    if want.cpu > cpus:
-        raise StudyError(
-            f"resources.cpu={want.cpu} per trial, but the Ray cluster has only {cpus:g} CPUs"
-        )
-    if want.gpu > 0 and gpus == 0:
+    nodes = [n for n in ray.nodes() if n.get("Alive")]
+    node_cpus = [n["Resources"].get("CPU", 0.0) for n in nodes]
+    node_gpus = [n["Resources"].get("GPU", 0.0) for n in nodes]
+    exists = ", ".join(f"{c:g} CPU/{g:g} GPU" for c, g in zip(node_cpus, node_gpus, strict=True))
+    gpu = want.gpu
+    if gpu > 0 and not any(node_gpus) and not want.autoscale:
         print(f"No GPU in the Ray cluster: the {spec.name!r} trials run on CPU.", flush=True)
-        return {"cpu": want.cpu, "gpu": 0.0}
-    if want.gpu > gpus:
+        gpu = 0.0
+    if want.autoscale:
+        return {"cpu": want.cpu, "gpu": gpu}
+    if not any(c >= want.cpu and g >= gpu for c, g in zip(node_cpus, node_gpus, strict=True)):
         raise StudyError(
-            f"resources.gpu={want.gpu} per trial, but the Ray cluster has only {gpus:g} GPUs"
+            f"each trial asks for resources.cpu={want.cpu:g} and resources.gpu={gpu:g} on one "
+            f"node, but no node of this Ray cluster has that (nodes: {exists}); Ray would leave "
+            "the trials pending forever"
         )
-    return {"cpu": want.cpu, "gpu": want.gpu}
+    return {"cpu": want.cpu, "gpu": gpu}
+
+
+class FinalMetricOptunaSearch(OptunaSearch):
+    """OptunaSearch that reports a trial's intermediate values only when they exist.
+
+    Trials report `train/*` while training and the searched metric (`dis/*`, `transfer/*`)
+    once, at the end; stock OptunaSearch indexes every result by the metric and fails.
+    """
+
+    def on_trial_result(self, trial_id: str, result: dict[str, Any]) -> None:
+        if isinstance(self.metric, str) and self.metric not in result:
+            return
+        super().on_trial_result(trial_id, result)
+
+
+def _searcher(spec: StudySpec, study_dir: Path) -> tuple[Any, Any, dict[str, Any]]:
+    """(search_alg, scheduler, TuneConfig metric/mode) for the spec's search method."""
+    from ray.tune.schedulers import ASHAScheduler
+
+    search = spec.search
+    scheduler = None
+    if search.asha is not None:
+        a = search.asha
+        scheduler = ASHAScheduler(
+            metric=a.metric,
+            mode=a.mode,
+            grace_period=a.grace_period,
+            reduction_factor=a.reduction_factor,
+            max_t=a.max_t,
+        )
+    if search.method != "optuna":
+        return None, scheduler, {}
+    import optuna
+
+    samplers = {
+        "tpe": lambda: optuna.samplers.TPESampler(seed=search.seed),
+        "nsga2": lambda: optuna.samplers.NSGAIISampler(seed=search.seed),
+        "random": lambda: optuna.samplers.RandomSampler(seed=search.seed),
+    }
+    storage_url = search.storage or f"sqlite:///{study_dir / 'optuna.db'}"
+    searcher = FinalMetricOptunaSearch(
+        space=functools.partial(define_by_run, space=search.space),
+        metric=search.metric,
+        mode=search.mode,
+        sampler=samplers[search.sampler](),
+        study_name=spec.name,
+        storage=optuna.storages.RDBStorage(storage_url),
+    )
+    return searcher, scheduler, {}
+
+
+def _tuner(
+    spec: StudySpec,
+    study_dir: Path,
+    context: dict[str, Any],
+    resources: dict[str, float],
+    verbose: int = 1,
+) -> Any:
+    """The Tuner of a new study (a resumed one is rebuilt by `Tuner.restore`)."""
+    from ray import tune
+
+    points = spec.points()
+    searcher, scheduler, target = _searcher(spec, study_dir)
+    name_fn = functools.partial(_trial_name, labels=trial_labels(points))
+    if spec.search.method == "optuna":
+        param_space: dict[str, Any] = {}
+        num_samples = spec.search.num_samples
+    else:
+        param_space = {"point": tune.grid_search(list(range(len(points))))}
+        num_samples = 1
+    return tune.Tuner(
+        _make_trainable(spec, context, resources),
+        param_space=param_space,
+        tune_config=tune.TuneConfig(
+            search_alg=searcher,
+            scheduler=scheduler,
+            num_samples=num_samples,
+            max_concurrent_trials=spec.execution.max_concurrent_trials,
+            time_budget_s=spec.execution.time_budget_s,
+            reuse_actors=True,
+            trial_name_creator=name_fn,
+            trial_dirname_creator=name_fn,
+            **target,
+        ),
+        run_config=_run_config(spec, study_dir, verbose),
+    )
+
+
+def _run_config(spec: StudySpec, study_dir: Path, verbose: int = 1) -> Any:
+    from ray import tune
+
+    return tune.RunConfig(
+        name=TUNE_DIR,
+        storage_path=str(study_dir),
+        failure_config=tune.FailureConfig(max_failures=spec.execution.max_failures),
+        checkpoint_config=tune.CheckpointConfig(num_to_keep=2),
+        verbose=verbose,
+    )
+
+
+def _make_trainable(spec: StudySpec, context: dict[str, Any], resources: dict[str, float]) -> Any:
+    from ray import tune
+
+    return tune.with_resources(
+        tune.with_parameters(
+            _trainable,
+            base=spec.base(),
+            points=spec.points(),
+            context={**context, "cpus": resources["cpu"], "gpu": resources["gpu"]},
+        ),
+        resources,
+    )
+
+
+def _states(grid: Any) -> dict[str, int]:
+    """Count what actually finished: fit() returns normally after Ctrl-C or a time budget."""
+    states = Counter(
+        "TERMINATED"
+        if r.error is None and r.metrics.get(EVALUATED)
+        else ("ERROR" if r.error is not None else "UNFINISHED")
+        for r in grid
+    )
+    return dict(states)
+
+
+def load_study_spec(study_dir: Path) -> StudySpec:
+    from raystudy.spec import load_spec
+
+    return load_spec(study_dir / "spec.yaml")
 
 
 def run_study(
@@ -211,11 +364,8 @@ def run_study(
     overwrite: bool = False,
     verbose: int = 1,
 ) -> StudyOutcome:
-    """Run every grid point of `spec` as a Tune trial and wait for the study to end."""
-    from ray import tune
-
+    """Run every trial of `spec` under Ray Tune and wait for the study to end."""
     started = time.monotonic()
-    trials = spec.trials()
     study_dir = prepare_study_dir(output, spec.name, overwrite)
     (study_dir / "spec.yaml").write_text(
         yaml.safe_dump(spec.model_dump(mode="json"), sort_keys=False)
@@ -227,55 +377,94 @@ def run_study(
     )
     tracker.log_artifact(study_dir / "spec.yaml")
     info = StudyInfo(
-        spec.name, study_dir, uri, tracker.experiment_id, tracker.parent_run_id, len(trials)
+        spec.name, study_dir, uri, tracker.experiment_id, tracker.parent_run_id, spec.num_trials()
     )
     info.write()
     try:
         connect(address)
         resources = trial_resources(spec)
-        context = {
-            "tracking_uri": uri,
-            "experiment_id": tracker.experiment_id,
-            "parent_run_id": tracker.parent_run_id,
-            "study": spec.name,
-            "cpus": resources["cpu"],
-            "code_version": version,
-        }
-        trainable = tune.with_resources(
-            tune.with_parameters(
-                _trainable, trials=[t.model_dump(mode="json") for t in trials], context=context
-            ),
-            resources,
-        )
-        name_fn = functools.partial(_trial_name, labels=trial_labels(spec))
-        tuner = tune.Tuner(
-            trainable,
-            param_space={"point": tune.grid_search(list(range(len(trials))))},
-            tune_config=tune.TuneConfig(
-                reuse_actors=True, trial_name_creator=name_fn, trial_dirname_creator=name_fn
-            ),
-            run_config=tune.RunConfig(
-                name=TUNE_DIR,
-                storage_path=str(study_dir),
-                failure_config=tune.FailureConfig(max_failures=1),
-                checkpoint_config=tune.CheckpointConfig(num_to_keep=2),
-                verbose=verbose,
-            ),
-        )
-        grid = tuner.fit()
-        # fit() returns normally after Ctrl-C or a time budget: count what actually finished.
-        states = Counter(
-            "TERMINATED"
-            if r.error is None and r.metrics.get(EVALUATED)
-            else ("ERROR" if r.error is not None else "UNFINISHED")
-            for r in grid
-        )
+        tuner = _tuner(spec, study_dir, _context(info, version), resources, verbose)
+        states = _states(tuner.fit())
     except BaseException:
-        tracker.finish("FAILED")
+        tracker.finish("KILLED")
         raise
-    outcome = StudyOutcome(info, dict(states), time.monotonic() - started)
+    return _finish(tracker, info, states, started)
+
+
+def _context(info: StudyInfo, version: str) -> dict[str, Any]:
+    return {
+        "tracking_uri": info.tracking_uri,
+        "experiment_id": info.experiment_id,
+        "parent_run_id": info.parent_run_id,
+        "study": info.name,
+        "code_version": version,
+    }
+
+
+def _finish(
+    tracker: StudyTracker, info: StudyInfo, states: dict[str, int], started: float
+) -> StudyOutcome:
+    outcome = StudyOutcome(info, states, time.monotonic() - started)
     tracker.log_metrics(
         {"study/trials_finished": states.get("TERMINATED", 0), "study/wall_s": outcome.wall_s}
     )
     tracker.finish("FINISHED" if outcome.ok else "FAILED")
     return outcome
+
+
+def resume_study(
+    study_dir: Path,
+    *,
+    address: str | None = None,
+    restart_errored: bool = False,
+) -> StudyOutcome:
+    """Finish an interrupted study: unfinished trials continue from their last checkpoint,
+    finished ones are not run again; errored ones resume (or restart from scratch)."""
+    from ray import tune
+
+    started = time.monotonic()
+    info = StudyInfo.read(study_dir)
+    spec = load_study_spec(study_dir)
+    tune_dir = study_dir / TUNE_DIR
+    if not tune.Tuner.can_restore(str(tune_dir)):
+        raise StudyError(
+            f"{tune_dir} holds no Tune state to resume (the study stopped before its first "
+            f"trial started); run it again with `raystudy run --overwrite`"
+        )
+    tracker = StudyTracker(info.tracking_uri, info.experiment_id, info.parent_run_id)
+    tracker.reopen()
+    try:
+        connect(address)
+        resources = trial_resources(spec)
+        trainable = _make_trainable(spec, _context(info, _code_version()), resources)
+        tuner = tune.Tuner.restore(
+            str(tune_dir),
+            trainable=trainable,
+            resume_unfinished=True,
+            resume_errored=not restart_errored,
+            restart_errored=restart_errored,
+        )
+        states = _states(tuner.fit())
+    except BaseException:
+        tracker.finish("KILLED")
+        raise
+    return _finish(tracker, info, states, started)
+
+
+def study_status(study_dir: Path) -> dict[str, int]:
+    """Trial counts by Tune state (TERMINATED, RUNNING, ERROR, PENDING, ...), from disk.
+
+    A driver that was killed leaves its trials marked RUNNING: they are what `resume`
+    continues.
+    """
+    info = StudyInfo.read(study_dir)
+    counts: Counter[str] = Counter()
+    states = sorted((study_dir / TUNE_DIR).glob("experiment_state-*.json"))
+    if states:
+        # Plain JSON: only each trial's status is needed, never its pickled parts.
+        data = json.loads(states[-1].read_text())
+        for trial_json, _runtime in data.get("trial_data", []):
+            counts[json.loads(trial_json)["status"]] += 1
+    if info.num_trials > sum(counts.values()):
+        counts["PENDING"] += info.num_trials - sum(counts.values())
+    return dict(counts)

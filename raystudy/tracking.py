@@ -51,8 +51,11 @@ class StudyTracker:
         client = MlflowClient(uri)
         experiment = client.get_experiment_by_name(study)
         if experiment is None:
+            # A local store keeps artifacts in the study folder; a tracking server decides
+            # itself (it usually proxies them to its own artifact store).
+            local = uri.startswith(("sqlite:", "file:", "/"))
             experiment_id = client.create_experiment(
-                study, artifact_location=artifact_dir.resolve().as_uri()
+                study, artifact_location=artifact_dir.resolve().as_uri() if local else None
             )
         else:
             experiment_id = experiment.experiment_id
@@ -63,8 +66,17 @@ class StudyTracker:
         )
         return cls(uri, experiment_id, run.info.run_id)
 
+    def reopen(self) -> None:
+        """Mark the parent run running again (a resumed study)."""
+        self.client.update_run(self.parent_run_id, status="RUNNING")
+
     def log_artifact(self, path: Path) -> None:
         self.client.log_artifact(self.parent_run_id, str(path))
+
+    def log_analysis(self, files: list[Path], artifact_path: str = "analysis") -> None:
+        """The files of `raystudy analyze` on the parent run; a later analysis replaces them."""
+        for path in files:
+            self.client.log_artifact(self.parent_run_id, str(path), artifact_path)
 
     def log_metrics(self, metrics: Mapping[str, float]) -> None:
         log_metrics(self.client, self.parent_run_id, metrics, step=0)

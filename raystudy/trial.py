@@ -20,7 +20,7 @@ from raystudy.data import GroundTruthDataset, Split, get_dataset, get_split
 from raystudy.data.splits import split_from_spec
 from raystudy.metrics import get_metric, transfer
 from raystudy.metrics.unsupervised import unsupervised
-from raystudy.models import VAE, build_model, get_objective
+from raystudy.models import VAE, build, model_cost
 from raystudy.spec import TrialConfig
 from raystudy.tracking import TrialRun
 from raystudy.train import train
@@ -47,6 +47,8 @@ class TrialContext:
     trial_name: str
     cpus: float = 1.0
     code_version: str = ""
+    node: str = ""
+    gpu_ids: str = ""
 
 
 def build_split(config: TrialConfig, dataset: GroundTruthDataset) -> Split:
@@ -64,12 +66,27 @@ def encode_means(
     domain: str = "sim",
     batch_size: int = 256,
 ) -> np.ndarray:
-    """Posterior means of the images of `indices`, rendered in `domain`, as a numpy array."""
+    """The representation of the images of `indices`, rendered in `domain`, as a numpy
+    array: the posterior means, or for gt_decoder (`code_is_ground_truth`) the normalised
+    ground-truth factors themselves, which no image can change."""
+    if model.code_is_ground_truth:
+        return dataset.factors.normalise(np.asarray(indices)).astype(np.float64)
     out = []
     for start in range(0, len(indices), batch_size):
         idx = torch.from_numpy(indices[start : start + batch_size]).to(device)
         out.append(model.encode(dataset.render(idx, domain=domain))[0].cpu())
     return torch.cat(out).numpy().astype(np.float64)
+
+
+def render_all(
+    dataset: GroundTruthDataset, indices: np.ndarray, device: torch.device, batch_size: int = 256
+) -> torch.Tensor:
+    return torch.cat(
+        [
+            dataset.render(torch.from_numpy(indices[i : i + batch_size]).to(device))
+            for i in range(0, len(indices), batch_size)
+        ]
+    )
 
 
 def evaluate(
@@ -89,18 +106,24 @@ def evaluate(
     seed = ev.seed
     results: dict[str, float] = {}
 
-    held_out = split.sample("encoder", ev.num_eval_images, np.random.default_rng([seed, 1]))
-    images = torch.cat(
-        [
-            dataset.render(torch.from_numpy(held_out[i : i + 256]).to(device))
-            for i in range(0, len(held_out), 256)
-        ]
-    )
-    results.update({f"eval/{k}": v for k, v in unsupervised(model, images, seed=seed).items()})
+    # Each part is skipped when configured away (a dry study, a study of one metric).
+    if ev.num_eval_images:
+        rng = np.random.default_rng([seed, 1])
+        images = render_all(dataset, split.sample("encoder", ev.num_eval_images, rng), device)
+        scores = unsupervised(model, images, seed=seed)
+        results.update({f"eval/{k}": v for k, v in scores.items()})
+        if "heldout" in split.roles:
+            # Montero et al. (2021): how well the model reconstructs combinations it never
+            # trained on, beside how well it reconstructs the ones it did.
+            rng = np.random.default_rng([seed, 5])
+            unseen = render_all(dataset, split.sample("heldout", ev.num_eval_images, rng), device)
+            scores = unsupervised(model, unseen, seed=seed)
+            results.update({f"eval/{k}_heldout": v for k, v in scores.items()})
 
     n_train = ev.num_train
-    points = split.sample("encoder", n_train + ev.num_test, np.random.default_rng([seed, 2]))
-    codes = encode_means(model, dataset, points, device)
+    if ev.metrics:
+        points = split.sample("encoder", n_train + ev.num_test, np.random.default_rng([seed, 2]))
+        codes = encode_means(model, dataset, points, device)
     for name in ev.metrics:
         scores = get_metric(name)(
             codes[:n_train],
@@ -114,11 +137,14 @@ def evaluate(
 
     names, sizes = dataset.factors.names, dataset.factors.sizes
     for i, (scenario_name, scenario) in enumerate(split.scenarios.items()):
+        if not ev.probes:
+            break
         rng = np.random.default_rng([seed, 3, i])
         train_idx = split.sample(f"{scenario_name}/train", ev.probe_train, rng)
         test_idx = split.sample(f"{scenario_name}/test", ev.probe_test, rng)
-        z_train = encode_means(model, dataset, train_idx, device, scenario.domain)
-        z_test = encode_means(model, dataset, test_idx, device, scenario.domain)
+        train_domain, test_domain = scenario.probe_domains
+        z_train = encode_means(model, dataset, train_idx, device, train_domain)
+        z_test = encode_means(model, dataset, test_idx, device, test_domain)
         for probe in ev.probes:
             scores = transfer(
                 z_train,
@@ -128,6 +154,7 @@ def evaluate(
                 sizes,
                 names,
                 ood_factors=scenario.ood_factors,
+                r2_variance=scenario.r2_variance,
                 probe=probe,
                 seed=seed,
                 n_jobs=n_jobs,
@@ -144,25 +171,113 @@ def _log_artifacts(
     config: TrialConfig,
     device: torch.device,
 ) -> None:
-    """The trial config and a strip of inputs over reconstructions, for the MLflow UI."""
-    import matplotlib
+    """The trial config, inputs over reconstructions, latent traversals and (when DCI is
+    evaluated) its importance matrix as a Hinton diagram, for the MLflow UI.
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    The figures only explain numbers already logged: one that cannot be drawn is recorded in
+    the tag `raystudy.artifact_error` instead of failing a trained and evaluated trial.
+    """
+    from functools import partial
 
-    idx = split.sample("encoder", 8, np.random.default_rng([config.evaluation.seed, 4]))
+    from raystudy import artifacts
+
+    seed = config.evaluation.seed
+    idx = split.sample("encoder", 8, np.random.default_rng([seed, 4]))
     with torch.no_grad():
         x = dataset.render(torch.from_numpy(idx).to(device))
         recon = torch.sigmoid(model.decode(model.encode(x)[0]))
-    grid = torch.cat([torch.cat(list(x), dim=2), torch.cat(list(recon), dim=2)], dim=1)
-    image = grid.permute(1, 2, 0).cpu().numpy()
+    strip = np.stack([x.cpu().numpy(), recon.cpu().numpy()])
     with tempfile.TemporaryDirectory() as tmp:
-        config_path = Path(tmp) / "trial_config.json"
+        folder = Path(tmp)
+        config_path = folder / "trial_config.json"
         config_path.write_text(json.dumps(config.model_dump(mode="json"), indent=2))
         run.log_artifact(config_path)
-        png = Path(tmp) / "reconstructions.png"
-        plt.imsave(png, image.squeeze(-1) if image.shape[-1] == 1 else image, cmap="gray")
-        run.log_artifact(png)
+        recon_png = folder / "reconstructions.png"
+        artifacts.grid_figure(
+            strip,
+            ["input", "reconstruction"],
+            [""] * strip.shape[1],
+            "held-out inputs and their reconstructions (decoder mean of the posterior mean)",
+        ).savefig(recon_png, dpi=110)
+        run.log_artifact(recon_png)
+        drawers = [("traversals", partial(_traversals, folder, model, dataset, idx, device))]
+        if "dci" in config.evaluation.metrics:
+            hinton = partial(_dci_hinton, folder, model, dataset, split, config, device)
+            drawers.append(("dci_importance", hinton))
+        errors = []
+        for name, draw in drawers:
+            try:
+                path = draw()
+            except Exception as exc:  # recorded on the run: see the docstring
+                errors.append(f"{name}: {type(exc).__name__}: {exc}")
+                continue
+            if path is not None:
+                run.log_artifact(path)
+        if errors:
+            run.set_tags({"raystudy.artifact_error": "; ".join(errors)[:5000]})
+
+
+def _traversals(
+    folder: Path, model: VAE, dataset: GroundTruthDataset, idx: np.ndarray, device: torch.device
+) -> Path:
+    """One row per code dimension, traversed from the code of the first image of `idx`."""
+    from raystudy import artifacts
+
+    code = encode_means(model, dataset, idx[:1], device)[0]
+    # A ground-truth code lives in [0, 1] (normalised factors); a VAE code under its prior.
+    low, high = (0.0, 1.0) if model.code_is_ground_truth else (-2.0, 2.0)
+    values = np.linspace(low, high, artifacts.TRAVERSAL_STEPS)
+    images = artifacts.decode_images(model, artifacts.traversal_codes(code, values), device)
+    grid = images.reshape(code.shape[0], values.size, *images.shape[1:])
+    path = folder / "traversals.png"
+    artifacts.grid_figure(
+        grid,
+        [f"z{j}" for j in range(code.shape[0])],
+        [f"{v:+.2f}" for v in values],
+        "latent traversals: row j sets z_j to each value, the rest at one image's code",
+        xlabel="value of z_j",
+    ).savefig(path, dpi=110)
+    return path
+
+
+def _dci_hinton(
+    folder: Path,
+    model: VAE,
+    dataset: GroundTruthDataset,
+    split: Split,
+    config: TrialConfig,
+    device: torch.device,
+) -> Path | None:
+    """DCI's importance matrix refitted on a capped sample (see `raystudy.artifacts`)."""
+    from raystudy import artifacts
+    from raystudy.metrics.dci import completeness, disentanglement, importance_matrix
+
+    ev = config.evaluation
+    n_train = min(ev.num_train, artifacts.DCI_TRAIN) or artifacts.DCI_TRAIN
+    n_test = min(ev.num_test, artifacts.DCI_TEST) or artifacts.DCI_TEST
+    points = split.sample("encoder", n_train + n_test, np.random.default_rng([ev.seed, 5]))
+    varies = np.array([np.unique(points[:, k]).size > 1 for k in range(points.shape[1])])
+    if not varies.any():
+        return None
+    codes = encode_means(model, dataset, points, device)
+    importance, _, _ = importance_matrix(
+        codes[:n_train],
+        points[:n_train, varies],
+        codes[n_train:],
+        points[n_train:, varies],
+        seed=ev.seed,
+        # One thread: on a busy node, multi-threaded xgboost slowed ~20x here (each boosting
+        # round syncs its threads), and this small refit gains little from more.
+        n_jobs=1,
+    )
+    names = [n for n, v in zip(dataset.factors.names, varies, strict=True) if v]
+    title = (
+        f"DCI importance, refitted on {n_train} points: "
+        f"D={disentanglement(importance):.2f}, C={completeness(importance):.2f}"
+    )
+    path = folder / "dci_importance.png"
+    artifacts.hinton_figure(importance, names, title).savefig(path, dpi=110)
+    return path
 
 
 def run_trial(config: TrialConfig, ctx: TrialContext, reporter: Reporter) -> dict[str, float]:
@@ -170,30 +285,47 @@ def run_trial(config: TrialConfig, ctx: TrialContext, reporter: Reporter) -> dic
     threads = max(1, int(ctx.cpus))
     torch.set_num_threads(threads)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    # The model is built before the run opens, so that its size and cost are among the
+    # run's params; a failure here is recorded on the run like any other (raised below).
+    setup_error: Exception | None = None
+    model_params: dict[str, int] = {}
+    try:
+        dataset = get_dataset(config.dataset.name, **config.dataset.options)
+        torch.manual_seed(config.seed)  # the initial weights are part of what the seed fixes
+        model, objective = build(
+            config.model, dataset.channels, dataset.resolution, dataset.factors.num_factors
+        )
+        model.to(device)
+        # Consumes random numbers; train() seeds again before it draws any.
+        model_params = model_cost(
+            model,
+            objective,
+            dataset.channels,
+            dataset.resolution,
+            dataset.factors.num_factors,
+            config.train.batch_size,
+        )
+    except Exception as exc:
+        setup_error = exc
     run = TrialRun.open(
         ctx.tracking_uri,
         ctx.experiment_id,
         ctx.trial_id,
         ctx.trial_name,
-        params=config.flat(),
+        params={**config.flat(), **model_params},
         tags={
             "raystudy.study": ctx.study,
             "raystudy.version": ctx.code_version,
+            "ray.node_id": ctx.node,
+            "ray.gpu_ids": ctx.gpu_ids,
             "split": config.split if isinstance(config.split, str) else "custom",
         },
         parent_run_id=ctx.parent_run_id,
     )
     try:
-        dataset = get_dataset(config.dataset.name, **config.dataset.options)
+        if setup_error is not None:
+            raise setup_error
         split = build_split(config, dataset)
-        torch.manual_seed(config.seed)  # the initial weights are part of what the seed fixes
-        model = build_model(
-            config.model.architecture,
-            dataset.channels,
-            config.model.latent_dim,
-            dataset.resolution,
-        )
-        objective = get_objective(config.model.objective, beta=config.model.beta)
         logged_up_to = run.last_step("train/loss")
 
         def on_progress(
@@ -230,3 +362,23 @@ def run_trial(config: TrialConfig, ctx: TrialContext, reporter: Reporter) -> dic
     run.finish("FINISHED")
     reporter.report({"step": float(config.train.steps), **results, EVALUATED: 1.0})
     return results
+
+
+class LocalReporter:
+    """A Reporter for running a trial in this process (a notebook, a benchmark, `plan`).
+
+    Results are kept in order; the latest checkpoint state stays in memory, so a second
+    `run_trial` with the same reporter resumes where the first stopped.
+    """
+
+    def __init__(self) -> None:
+        self.results: list[dict[str, float]] = []
+        self.state: dict[str, Any] | None = None
+
+    def report(self, metrics: dict[str, float], state: dict[str, Any] | None = None) -> None:
+        self.results.append(dict(metrics))
+        if state is not None:
+            self.state = state
+
+    def restore(self) -> dict[str, Any] | None:
+        return self.state

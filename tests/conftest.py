@@ -1,4 +1,4 @@
-"""Shared fixtures: one real local Ray cluster for the whole session (start-up is seconds)."""
+"""Shared fixtures: a real local Ray cluster per test module that needs one (~5 s start-up)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ray_local():
     import ray
 

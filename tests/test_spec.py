@@ -69,7 +69,7 @@ def test_overrides_parse_yaml_values_and_create_paths() -> None:
     [
         ("name: s\ntrian: {steps: 1}\n", "trian", ["unknown field"]),
         ("name: s\ntrain: {steps: many}\n", "train.steps", ["integer", "many"]),
-        ("name: s\ntrain: {steps: 0}\n", "train.steps", ["greater than or equal to 1"]),
+        ("name: s\ntrain: {steps: -1}\n", "train.steps", ["greater than or equal to 0"]),
         (
             "name: s\nmodel: {objective: beta_vea}\n",
             "model.objective",

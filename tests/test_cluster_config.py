@@ -1,0 +1,48 @@
+"""cluster.yaml and the on-prem example pass Ray's own config preparation and validation."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+from ray.autoscaler._private.util import prepare_config, validate_config
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def load(path: Path) -> dict:
+    return yaml.safe_load(path.read_text())
+
+
+@pytest.mark.parametrize("path", [ROOT / "cluster.yaml", ROOT / "tests/clusters/onprem.yaml"])
+def test_cluster_configs_validate_offline(path: Path) -> None:
+    config = prepare_config(load(path))
+    validate_config(config)
+    assert config["cluster_name"].startswith("raystudy")
+
+
+def test_cluster_yaml_has_integer_gpus_a_head_without_trials_and_no_credentials() -> None:
+    raw = (ROOT / "cluster.yaml").read_text()
+    config = load(ROOT / "cluster.yaml")
+    types = config["available_node_types"]
+    assert types[config["head_node_type"]]["resources"]["CPU"] == 0
+    gpus = [t["resources"].get("GPU") for t in types.values() if "GPU" in t["resources"]]
+    assert gpus and all(isinstance(g, int) for g in gpus)
+    assert "constraints.txt" in " ".join(config["setup_commands"])
+    assert "mlflow server" in " ".join(config["head_start_ray_commands"])
+    for secret in ("aws_access_key_id", "aws_secret_access_key", "AKIA", "password"):
+        assert secret not in raw
+
+
+def test_validation_catches_what_the_schema_alone_would_miss() -> None:
+    config = load(ROOT / "cluster.yaml")
+    fractional = copy.deepcopy(config)
+    fractional["available_node_types"]["gpu_a10g"]["resources"]["GPU"] = 0.5
+    with pytest.raises(Exception, match="integer"):
+        validate_config(prepare_config(fractional))
+    wrong_head = copy.deepcopy(config)
+    wrong_head["head_node_type"] = "gpu_head"
+    with pytest.raises(ValueError, match="head_node_type"):
+        validate_config(prepare_config(wrong_head))

@@ -1,0 +1,84 @@
+"""Interrupt a real study (Ctrl-C to the driver process) and finish it with `raystudy resume`."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import mlflow
+from tiny import LIGHT, SMOKE, tiny
+
+from raystudy.study import StudyInfo, study_status
+
+
+def cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "raystudy.cli", *args]
+
+
+def trial_runs(info: StudyInfo) -> list:
+    client = mlflow.MlflowClient(info.tracking_uri)
+    return client.search_runs([info.experiment_id], "tags.`raystudy.role` = 'trial'")
+
+
+def test_interrupted_study_resumes_without_retraining_or_duplicates(tmp_path: Path) -> None:
+    overrides = tiny(
+        "resumable",
+        "train.steps=24",
+        LIGHT,
+        "grid={model: [{objective: beta_vae, beta: [1, 2, 4, 8]}]}",
+        "execution.max_concurrent_trials=1",  # one at a time: the interrupt lands mid-study
+    )
+    sets = [a for o in overrides for a in ("--set", o)]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    driver = subprocess.Popen(
+        cli("run", str(SMOKE), "--output", str(tmp_path), *sets),
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    study_dir = tmp_path / "resumable"
+    deadline = time.monotonic() + 240
+    finished: list = []
+    while time.monotonic() < deadline and not finished:
+        time.sleep(1.0)
+        if (study_dir / "study.json").exists():
+            runs = trial_runs(StudyInfo.read(study_dir))
+            finished = [r for r in runs if r.info.status == "FINISHED"]
+    assert finished, "no trial finished before the deadline"
+    driver.send_signal(signal.SIGINT)  # what Ctrl-C does
+    output, _ = driver.communicate(timeout=120)
+    assert driver.returncode == 1, output
+    assert "raystudy resume resumable" in output
+
+    info = StudyInfo.read(study_dir)
+    before = {r.info.run_id: r for r in trial_runs(info) if r.info.status == "FINISHED"}
+    assert 1 <= len(before) < 4
+    counts = study_status(study_dir)
+    assert counts.get("TERMINATED", 0) == len(before) and sum(counts.values()) == 4
+
+    resumed = subprocess.run(
+        cli("resume", "resumable", "--output", str(tmp_path)),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    runs = trial_runs(info)
+    assert len(runs) == 4, "one MLflow run per trial, across the interruption"
+    assert {r.info.status for r in runs} == {"FINISHED"}
+    client = mlflow.MlflowClient(info.tracking_uri)
+    for run in runs:
+        steps = [m.step for m in client.get_metric_history(run.info.run_id, "train/loss")]
+        assert sorted(steps) == list(range(4, 25, 4)), (run.info.run_name, steps)
+        assert "dis/mig" in run.data.metrics
+        if run.info.run_id in before:  # finished before the interrupt: not trained again
+            assert run.info.end_time == before[run.info.run_id].info.end_time
+    assert study_status(study_dir) == {"TERMINATED": 4}
+    parent = client.get_run(info.parent_run_id)
+    assert parent.info.status == "FINISHED"
