@@ -35,7 +35,7 @@ EXPECTED = (
     ["dis/dci_d", "dis/dci_c", "dis/dci_i", "dis/mig", "eval/elbo", "eval/recon", "eval/kl"]
     + [
         f"transfer/{s}/{p}/mae"
-        for s in ("ood1_a", "ood1_b", "ood1_c", "ood2_a")
+        for s in ("ood1_a", "ood1_b", "ood1_c", "ood2_a", "ood2_b")
         for p in ("gbt", "mlp")
     ]
     + ["transfer/ood2_a/gbt/mae/shape", "transfer/ood2_a/mlp/r2"]
