@@ -45,7 +45,7 @@ def ood_data():
     return as_code(y_train, rng), y_train, as_code(y_test, rng), y_test
 
 
-@pytest.mark.parametrize("probe", ["gbt", "mlp"])
+@pytest.mark.parametrize("probe", ["gbt", "mlp", "linear"])
 def test_factors_as_representation_transfer_almost_perfectly(iid_data, probe):
     scores = transfer(*iid_data, SIZES, NAMES, probe=probe, seed=0)
     # Every factor is one code dimension (noise 1e-3): a probe only has to learn the
@@ -56,7 +56,7 @@ def test_factors_as_representation_transfer_almost_perfectly(iid_data, probe):
         assert scores[f"mae/{name}"] < 0.1
 
 
-@pytest.mark.parametrize("probe", ["gbt", "mlp"])
+@pytest.mark.parametrize("probe", ["gbt", "mlp", "linear"])
 def test_noise_representation_transfers_at_chance(probe):
     rng = np.random.default_rng(2)
     y_train = sample(N_TRAIN, rng, np.arange(12))
@@ -87,14 +87,45 @@ def test_ood_factor_is_reported_but_left_out_of_the_mean(ood_data):
     assert scores["mae"] < 0.05
 
 
-def test_same_seed_same_scores(iid_data):
-    assert transfer(*iid_data, SIZES, NAMES, probe="gbt", seed=3) == transfer(
-        *iid_data, SIZES, NAMES, probe="gbt", seed=3
+@pytest.mark.parametrize("probe", ["gbt", "mlp", "linear"])
+def test_same_seed_same_scores(iid_data, probe):
+    # A few hundred points are enough to see any nondeterminism, and keep the MLP cheap.
+    small = tuple(a[:400] for a in iid_data)
+    assert transfer(*small, SIZES, NAMES, probe=probe, seed=3) == transfer(
+        *small, SIZES, NAMES, probe=probe, seed=3
     )
 
 
+def test_grid_r2_uses_the_uniform_grid_variance_of_each_factor(ood_data):
+    y_test = ood_data[3]
+    sample = transfer(*ood_data, SIZES, NAMES, ood_factors=["hue"], probe="linear")
+    grid = transfer(
+        *ood_data, SIZES, NAMES, ood_factors=["hue"], probe="linear", r2_variance="grid"
+    )
+    # R2 = 1 - MSE / Var: recover each MSE from the sample convention, check the grid one.
+    for k, name in enumerate(REGRESSED):
+        size = SIZES[k]
+        t = y_test[:, k] / (size - 1)
+        mse = (1 - sample[f"r2/{name}"]) * np.var(t)
+        grid_var = np.var(np.arange(size) / (size - 1))
+        assert grid[f"r2/{name}"] == pytest.approx(1 - mse / grid_var, abs=1e-9), name
+        assert grid[f"mae/{name}"] == sample[f"mae/{name}"]
+    # Test hues cover 4 of 12 values: their own variance is a ninth of the grid's, so the
+    # sample convention punishes the same error nine times harder.
+    assert grid["r2/hue"] > sample["r2/hue"]
+    with pytest.raises(ValueError, match="r2_variance"):
+        transfer(*ood_data, SIZES, NAMES, r2_variance="test")
+
+
+def test_the_linear_probe_extrapolates_where_trees_cannot(ood_data):
+    # Hue is one code dimension exactly: a line through the training hues continues to the
+    # unseen ones, while trees stop at the largest training hue (see the test above).
+    linear = transfer(*ood_data, SIZES, NAMES, ood_factors=["hue"], probe="linear")
+    assert linear["mae/hue"] < 0.01
+
+
 def test_unknown_probe_names_the_registered_ones(iid_data):
-    with pytest.raises(ValueError, match=r"gbt.*mlp"):
+    with pytest.raises(ValueError, match=r"gbt.*linear.*mlp"):
         get_probe("svm")
     with pytest.raises(ValueError, match="svm"):
         transfer(*iid_data, SIZES, NAMES, probe="svm")

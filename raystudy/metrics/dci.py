@@ -11,47 +11,75 @@ P[j, k] = R[j, k] / sum_k' R[j, k'] and Q[j, k] = R[j, k] / sum_j' R[j', k]:
 
 H_b is the entropy in base b, so each term lies in [0, 1]. This follows disentanglement_lib
 (Locatello et al. 2019, ``evaluation/metrics/dci.py``): sklearn ``GradientBoostingClassifier()``
-with its defaults, importances = ``feature_importances_``, informativeness reported as
-ACCURACY although the reference names it "err". The reference costs ~285 s on 10k + 5k points
-on two cores, so the default backend here is an xgboost "hist" booster of the same shape
-(100 rounds, learning rate 0.1, depth 3), ~8 s on one core; ``backend="sklearn"`` is the
-reference. How far apart they are (dSprites sizes, 2000 + 1000 points, D = 10): the
-importance matrices differ by ~0.02 per entry on average and I by <= 0.015, but on noisy
-codes xgboost concentrates importance slightly more, so D and C come out 0.05-0.1 higher;
-on codes that are exact copies of the factors D, C are within 0.03 and I is 0.97 instead
-of 1, because hist cut points sit on training values rather than midway between them. Use
-the sklearn backend when numbers must be compared with published ones.
+with its defaults on 10,000 train / 5,000 test points, importances = ``feature_importances_``,
+informativeness reported as ACCURACY although the reference names it "err".
 
-Differences from the reference, for inputs it never meets:
+Backends. ``backend="sklearn"`` is the reference itself (305 s on this project's two-core
+machine for five dSprites factors, ten codes, 10,000 + 5,000 points). ``backend="xgboost"``
+(default) is the same algorithm — sklearn's trees, Newton leaf values, node-local thresholds
+and impurity importances — grown by xgboost (see :mod:`raystudy.metrics._boosting`): 15 s
+there, 20x faster. Where the training codes have at most ``max_bins`` (256) distinct values
+per dimension its split search is sklearn's exactly, and D, C, I agree with sklearn's up to
+the effect of tie-breaking (~0.01 on a few hundred points; the tests check 0.02). On
+10,000 continuous points it searches 255 quantile thresholds per dimension instead of all
+9,999: on the conv VAE codes of bench/metrics.py D, C and I moved by -0.0001, -0.001 and
++0.010, but I_train by -0.047 (sklearn's exact search lets late trees isolate single
+training points, which only the training accuracy rewards), and on synthetic noisy codes
+D and C by -0.005 to -0.02. ``max_bins=num_train`` restores the exact search at ~10x the
+cost. Use the sklearn backend when numbers must be compared with published ones.
+
+Differences from the reference, for inputs it never meets (each with a
+:class:`~raystudy.metrics._checks.MetricWarning`):
 - a factor with a single value in the training sample has nothing to learn: zero importance
   and a constant predictor (train accuracy 1);
 - :func:`dci` leaves out factors that take a single value across train and test together
   (e.g. a colour factor fixed by the dataset), so they neither lower the entropy base K of D
-  nor inflate I with a trivial accuracy of 1;
+  nor inflate I with a trivial accuracy of 1; if no factor varies, D = C = 0 and I = 1;
+- a code dimension with NaN or infinite values is treated as dead (all zeros);
 - with one factor (or one code) the entropy base is 1; D (or C) is then 1 by convention.
 """
 
 from __future__ import annotations
 
+import hashlib
+from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.ensemble import GradientBoostingClassifier
-from xgboost import XGBClassifier
 
+from raystudy.metrics._boosting import fit_boosted_trees
+from raystudy.metrics._checks import prepare, varying_factors, warn_single_valued
 from raystudy.metrics.registry import register_metric
 
 Backend = Literal["xgboost", "sklearn"]
 BACKENDS: tuple[str, ...] = ("xgboost", "sklearn")
+#: Split candidates per code dimension for the xgboost backend (see the module docstring).
+MAX_BINS = 256
 
-# "total_gain" sums each split's loss reduction over all trees, rounds and classes, which is
-# what sklearn's impurity importance does (summed weighted impurity decrease, normalised).
-# "gain" averages per split instead, so a code split many times for small gains would count
-# as much as one split once for a large gain: on axis-aligned codes with two noise dims it
-# put D at 0.90 where sklearn gives 1.00 and total_gain 0.99 ("weight"/"cover": 0.5/0.3).
-# tests/test_metrics_dci_mig.py checks the agreement.
-XGB_IMPORTANCE_TYPE = "total_gain"
+
+@dataclass(frozen=True)
+class FactorClassifiers:
+    """What the per-factor boosted classifiers yield: R (D, K), train and test accuracy."""
+
+    importance: NDArray[np.float64]
+    train_acc: NDArray[np.float64]
+    test_acc: NDArray[np.float64]
+
+
+# The GBT10000 downstream score (raystudy.metrics.downstream) trains exactly these
+# classifiers on exactly these points when it is given the same arrays, so recent fits are
+# kept and reused instead of paying for them twice. Keyed on a digest of the inputs and
+# every setting, so a hit is the result a fresh fit would give; the results are small.
+_recent_fits: OrderedDict[tuple, FactorClassifiers] = OrderedDict()
+_MAX_RECENT_FITS = 8
+
+
+def clear_fit_cache() -> None:
+    """Forget the kept classifier fits (for timing a cold fit)."""
+    _recent_fits.clear()
 
 
 def importance_matrix(
@@ -63,26 +91,57 @@ def importance_matrix(
     backend: Backend = "xgboost",
     seed: int = 0,
     n_jobs: int = 1,
+    max_bins: int = MAX_BINS,
+    device: str = "cpu",
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     """Fit one gradient-boosted classifier per factor; collect importances and accuracies.
 
-    Labels are remapped to 0..n-1 over the classes seen in training (xgboost needs that); a
-    test label never seen in training can only be predicted wrongly, which is what it costs.
+    Labels are remapped to 0..n-1 over the classes seen in training; a test label never
+    seen in training can only be predicted wrongly, which is what it costs.
 
     Args:
-        codes_train: (N, D) float array of representation means.
+        codes_train: (N, D) float array of representation means (finite).
         factors_train: (N, K) int array of factor indices.
         codes_test: (M, D) float array.
         factors_test: (M, K) int array.
-        backend: "xgboost" (hist booster, 100 rounds, lr 0.1, depth 3) or "sklearn"
+        backend: "xgboost" (sklearn's algorithm on xgboost trees, fast) or "sklearn"
             (``GradientBoostingClassifier()`` defaults: the reference, slow).
         seed: random state of the classifiers.
         n_jobs: threads per xgboost model (the sklearn booster is single-threaded).
+        max_bins: split candidates per code dimension (xgboost backend).
+        device: xgboost device, "cpu" or "cuda" (xgboost backend).
 
     Returns:
         R (D, K) with each non-zero column summing to 1, train accuracy (K,), test
         accuracy (K,).
     """
+    fits = fit_factor_classifiers(
+        codes_train,
+        factors_train,
+        codes_test,
+        factors_test,
+        backend=backend,
+        seed=seed,
+        n_jobs=n_jobs,
+        max_bins=max_bins,
+        device=device,
+    )
+    return fits.importance, fits.train_acc, fits.test_acc
+
+
+def fit_factor_classifiers(
+    codes_train: ArrayLike,
+    factors_train: ArrayLike,
+    codes_test: ArrayLike,
+    factors_test: ArrayLike,
+    *,
+    backend: Backend = "xgboost",
+    seed: int = 0,
+    n_jobs: int = 1,
+    max_bins: int = MAX_BINS,
+    device: str = "cpu",
+) -> FactorClassifiers:
+    """:func:`importance_matrix` as a :class:`FactorClassifiers`, reusing the last fit."""
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
     x_train, y_train = _as_pair(codes_train, factors_train)
@@ -92,6 +151,10 @@ def importance_matrix(
             f"train and test disagree on D or K: {x_train.shape}/{y_train.shape} "
             f"vs {x_test.shape}/{y_test.shape}"
         )
+    key = (_digest(x_train, y_train, x_test, y_test), backend, seed, n_jobs, max_bins, device)
+    if key in _recent_fits:
+        _recent_fits.move_to_end(key)
+        return _recent_fits[key]
     num_codes, num_factors = x_train.shape[1], y_train.shape[1]
     importance = np.zeros((num_codes, num_factors), dtype=np.float64)
     train_acc = np.ones(num_factors, dtype=np.float64)
@@ -100,14 +163,33 @@ def importance_matrix(
         classes, labels = np.unique(y_train[:, k], return_inverse=True)
         if classes.size == 1:
             # A constant predictor is exact on train; nothing in the codes was used.
-            test_acc[k] = np.mean(y_test[:, k] == classes[0])
+            test_acc[k] = np.mean(y_test[:, k] == classes[0]) if len(y_test) else 1.0
             continue
-        model = _classifier(backend, classes.size, seed, n_jobs)
-        model.fit(x_train, labels)
-        train_acc[k] = np.mean(classes[model.predict(x_train)] == y_train[:, k])
-        test_acc[k] = np.mean(classes[model.predict(x_test)] == y_test[:, k])
-        importance[:, k] = np.abs(np.asarray(model.feature_importances_, dtype=np.float64))
-    return importance, train_acc, test_acc
+        if backend == "sklearn":
+            model = GradientBoostingClassifier(random_state=seed).fit(x_train, labels)
+            pred_train = model.predict(x_train)
+            pred_test = model.predict(x_test) if len(x_test) else np.zeros(0, np.int64)
+            importance[:, k] = np.abs(np.asarray(model.feature_importances_, np.float64))
+        else:
+            trees = fit_boosted_trees(
+                x_train,
+                labels,
+                [x_test],
+                num_classes=classes.size,
+                max_bins=max_bins,
+                seed=seed,
+                n_jobs=n_jobs,
+                device=device,
+            )
+            pred_train, pred_test = trees.pred_train, trees.pred_eval[0]
+            importance[:, k] = trees.importance
+        train_acc[k] = np.mean(classes[pred_train] == y_train[:, k])
+        test_acc[k] = np.mean(classes[pred_test] == y_test[:, k]) if len(y_test) else np.nan
+    fits = FactorClassifiers(importance, train_acc, test_acc)
+    _recent_fits[key] = fits
+    if len(_recent_fits) > _MAX_RECENT_FITS:
+        _recent_fits.popitem(last=False)
+    return fits
 
 
 def disentanglement(importance: ArrayLike) -> float:
@@ -148,29 +230,33 @@ def dci(
     backend: Backend = "xgboost",
     seed: int = 0,
     n_jobs: int = 1,
+    max_bins: int = MAX_BINS,
+    device: str = "cpu",
 ) -> dict[str, float]:
     """Disentanglement, completeness and informativeness of the codes (see module doc).
 
     Factors that take a single value across train and test are left out.
 
     Returns:
-        ``{"dci_d", "dci_c", "dci_i", "dci_i_train"}``; I is mean test accuracy, I_train
-        mean train accuracy. NaN everywhere if no factor varies.
+        ``{"dci_d", "dci_c", "dci_i", "dci_i_train"}``, all in [0, 1]; I is mean test
+        accuracy, I_train mean train accuracy. D = C = 0, I = I_train = 1 if no factor
+        varies.
     """
-    y_train = np.asarray(factors_train)
-    y_test = np.asarray(factors_test)
-    both = np.concatenate([y_train, y_test]) if y_test.size else y_train
-    varies = np.array([np.unique(both[:, k]).size > 1 for k in range(both.shape[1])], bool)
+    z_train, y_train, z_test, y_test = prepare(codes_train, factors_train, codes_test, factors_test)
+    varies = varying_factors(y_train, y_test)
+    warn_single_valued(varies, "dci")
     if not varies.any():
-        return dict.fromkeys(("dci_d", "dci_c", "dci_i", "dci_i_train"), float("nan"))
+        return {"dci_d": 0.0, "dci_c": 0.0, "dci_i": 1.0, "dci_i_train": 1.0}
     importance, train_acc, test_acc = importance_matrix(
-        codes_train,
+        z_train,
         y_train[:, varies],
-        codes_test,
+        z_test,
         y_test[:, varies],
         backend=backend,
         seed=seed,
         n_jobs=n_jobs,
+        max_bins=max_bins,
+        device=device,
     )
     return {
         "dci_d": disentanglement(importance),
@@ -180,21 +266,12 @@ def dci(
     }
 
 
-def _classifier(
-    backend: Backend, num_classes: int, seed: int, n_jobs: int
-) -> XGBClassifier | GradientBoostingClassifier:
-    if backend == "sklearn":
-        return GradientBoostingClassifier(random_state=seed)
-    return XGBClassifier(
-        n_estimators=100,
-        learning_rate=0.1,
-        max_depth=3,
-        tree_method="hist",
-        importance_type=XGB_IMPORTANCE_TYPE,
-        objective="binary:logistic" if num_classes == 2 else "multi:softprob",
-        random_state=seed,
-        n_jobs=n_jobs,
-    )
+def _digest(*arrays: NDArray) -> str:
+    h = hashlib.blake2b(digest_size=16)
+    for a in arrays:
+        h.update(str((a.shape, a.dtype.str)).encode())
+        h.update(np.ascontiguousarray(a).tobytes())
+    return h.hexdigest()
 
 
 def _normalised_entropy(weights: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -217,7 +294,8 @@ def _weighted_by_mass(scores: NDArray[np.float64], mass: NDArray[np.float64]) ->
     total = mass.sum()
     if total <= 0:
         return 0.0
-    return float(np.dot(scores, mass / total))
+    # The clip removes float rounding only (an entropy of 1 + 1e-16 for uniform rows).
+    return float(np.clip(np.dot(scores, mass / total), 0.0, 1.0))
 
 
 def _as_importance(importance: ArrayLike) -> NDArray[np.float64]:

@@ -7,12 +7,17 @@ normalised by the factor's entropy:
 
 with m the plug-in mutual information between the 20-bin histogram of each code dimension
 and each factor (see :mod:`raystudy.metrics._info`), as disentanglement_lib
-(Locatello et al. 2019, ``evaluation/metrics/mig.py``) computes it on 10000 points.
+(Locatello et al. 2019, ``evaluation/metrics/mig.py``) computes it on the 10,000 training
+points.
 
-Differences from the reference, both for factors it never meets:
-- a factor with a single value in the sample has H = 0 and no defined gap; it is skipped
-  (left out of the mean) instead of dividing by zero;
-- with a single code dimension the "second largest" is taken as 0.
+Differences from the reference, all for inputs it never meets (each with a
+:class:`~raystudy.metrics._checks.MetricWarning`):
+- a factor with a single value in the sample has H = 0 and no defined gap; it is left out
+  of the mean instead of dividing by zero, and MIG is 0 if no factor varies;
+- a code dimension with NaN or infinite values is treated as dead (all zeros), where the
+  reference's histogram raises;
+- with a single code dimension the "second largest" is taken as 0;
+- fewer samples than bins only warns (the estimate is then mostly bias).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from raystudy.metrics._checks import prepare, varying_factors, warn, warn_single_valued
 from raystudy.metrics._info import discretize, factor_entropy, mutual_info_matrix
 from raystudy.metrics.registry import register_metric
 
@@ -28,7 +34,7 @@ def mig_per_factor(codes: ArrayLike, factors: ArrayLike, num_bins: int = 20) -> 
     """Normalised mutual-information gap of every factor, shape (K,).
 
     Args:
-        codes: (N, D) float array of representation means.
+        codes: (N, D) float array of representation means (finite).
         factors: (N, K) int array of factor indices.
         num_bins: equal-width histogram bins per code dimension.
 
@@ -43,7 +49,9 @@ def mig_per_factor(codes: ArrayLike, factors: ArrayLike, num_bins: int = 20) -> 
     gap = ranked[0] - runner_up
     out = np.full(mi.shape[1], np.nan)
     informative = entropy > 0
-    out[informative] = gap[informative] / entropy[informative]
+    # Plug-in MI of one variable with another never exceeds either's entropy; the clip
+    # only removes float rounding (1 + 1e-16) so the score stays in [0, 1].
+    out[informative] = np.clip(gap[informative] / entropy[informative], 0.0, 1.0)
     return out
 
 
@@ -56,11 +64,16 @@ def mig(codes: ArrayLike, factors: ArrayLike, num_bins: int = 20) -> dict[str, f
         num_bins: equal-width histogram bins per code dimension (reference: 20).
 
     Returns:
-        ``{"mig": value}``; NaN if no factor varies.
+        ``{"mig": value}`` in [0, 1]; 0 if no factor varies.
     """
-    gaps = mig_per_factor(codes, factors, num_bins)
-    valid = gaps[~np.isnan(gaps)]
-    return {"mig": float(valid.mean()) if valid.size else float("nan")}
+    z, y, _, _ = prepare(codes, factors)
+    if z.shape[0] < num_bins:
+        warn(f"mig: {z.shape[0]} samples for {num_bins} bins; the estimate is mostly bias")
+    varies = varying_factors(y)
+    warn_single_valued(varies, "mig")
+    if not varies.any():
+        return {"mig": 0.0}
+    return {"mig": float(np.mean(mig_per_factor(z, y[:, varies], num_bins)))}
 
 
 @register_metric("mig")
@@ -72,10 +85,14 @@ def mig_metric(
     *,
     seed: int = 0,
     n_jobs: int = 1,
+    num_bins: int = 20,
 ) -> dict[str, float]:
     """Registry entry: MIG of the training sample alone, as the reference scores it.
 
     MIG fits nothing, so it needs no held-out sample and no seed or threads.
     """
     del codes_test, factors_test, seed, n_jobs
-    return mig(codes_train, factors_train)
+    return mig(codes_train, factors_train, num_bins)
+
+
+mig_metric.uses_test_set = False  # type: ignore[attr-defined]

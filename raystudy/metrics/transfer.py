@@ -9,6 +9,14 @@ t_k = index / (S_k - 1) in [0, 1] so errors are comparable across factors, and
     MAE_k = 1/M sum_i |f_k(z_i) - t_{ik}|,        mae = mean_{k not OOD} MAE_k
     R2_k  = 1 - sum_i (f_k(z_i) - t_ik)^2 / sum_i (t_ik - mean(t_k))^2,   r2 likewise
 
+``r2_variance="grid"`` replaces the denominator by M times the variance of t_k over the
+factor's full uniform grid, Var_{i=0..S_k-1}(i / (S_k - 1)) = (S_k + 1) / (12 (S_k - 1)),
+the convention of Schott et al. 2022 ("Visual Representation Learning Does Not Generalize
+Strongly Within the Same Domain", ICLR): a test set that covers only part of a factor's
+range (as OOD test sets do) then does not shrink the denominator, and R2 means the same
+thing on every split. The default, ``"sample"``, uses the test set's own variance
+(sklearn's ``r2_score``).
+
 The OOD factor (the one whose values differ between the probe's train and test sets, e.g.
 hue) is regressed and reported per factor but left out of the means, because its test
 values lie outside anything the probe saw and no representation can fix that.
@@ -22,6 +30,7 @@ prediction (sklearn's convention).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -52,6 +61,7 @@ def transfer(
     probe: str = "gbt",
     seed: int = 0,
     n_jobs: int = 1,
+    r2_variance: Literal["sample", "grid"] = "sample",
 ) -> dict[str, float]:
     """Fit ``probe`` on (z_train, y_train); score MAE and R2 per factor on (z_test, y_test).
 
@@ -66,6 +76,8 @@ def transfer(
         probe: a name registered in :data:`raystudy.metrics.probes.PROBES`.
         seed: the probe's random state.
         n_jobs: threads the probe may use.
+        r2_variance: R2's denominator: the test set's variance ("sample") or the factor's
+            uniform-grid variance ("grid", Schott et al. 2022).
 
     Returns:
         ``mae``, ``r2`` (means over regressed non-OOD factors; NaN if there are none) and
@@ -84,6 +96,8 @@ def transfer(
         raise ValueError(
             f"y_train {y_train.shape} and y_test {y_test.shape} must be (N, {num_factors})"
         )
+    if r2_variance not in ("sample", "grid"):
+        raise ValueError(f"r2_variance must be 'sample' or 'grid', got {r2_variance!r}")
     unknown = sorted(set(ood_factors) - set(names))
     if unknown:
         raise ValueError(f"ood_factors {unknown} are not among the factors {names}")
@@ -100,7 +114,12 @@ def transfer(
     mae_in, r2_in = [], []
     for col, k in enumerate(keep):
         mae_k = float(np.mean(np.abs(pred[:, col] - t_test[:, col])))
-        r2_k = float(r2_score(t_test[:, col], pred[:, col]))
+        if r2_variance == "grid":
+            size = sizes[k]
+            grid_var = (size + 1) / (12.0 * (size - 1))
+            r2_k = float(1.0 - np.mean((pred[:, col] - t_test[:, col]) ** 2) / grid_var)
+        else:
+            r2_k = float(r2_score(t_test[:, col], pred[:, col]))
         out[f"mae/{names[k]}"] = mae_k
         out[f"r2/{names[k]}"] = r2_k
         if names[k] not in ood_factors:
