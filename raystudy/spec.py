@@ -158,9 +158,9 @@ class TrainConfig(_Strict):
 
 
 def _metric_known(v: str) -> str:
-    from raystudy.metrics import METRICS
+    from raystudy.metrics import INTERVENTION_METRICS, METRICS
 
-    return _known("metric", v, METRICS)
+    return _known("metric", v, [*METRICS, *INTERVENTION_METRICS])
 
 
 def _probe_known(v: str) -> str:

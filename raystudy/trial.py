@@ -18,7 +18,13 @@ import torch
 
 from raystudy.data import GroundTruthDataset, Split, get_dataset, get_split
 from raystudy.data.splits import split_from_spec
-from raystudy.metrics import get_metric, transfer
+from raystudy.metrics import (
+    INTERVENTION_METRICS,
+    FeasibleSampler,
+    evaluate_intervention,
+    get_metric,
+    transfer,
+)
 from raystudy.metrics.unsupervised import unsupervised
 from raystudy.models import VAE, build, model_cost
 from raystudy.spec import TrialConfig
@@ -121,10 +127,11 @@ def evaluate(
             results.update({f"eval/{k}_heldout": v for k, v in scores.items()})
 
     n_train = ev.num_train
-    if ev.metrics:
+    fixed = [m for m in ev.metrics if m not in INTERVENTION_METRICS]
+    if fixed:
         points = split.sample("encoder", n_train + ev.num_test, np.random.default_rng([seed, 2]))
         codes = encode_means(model, dataset, points, device)
-    for name in ev.metrics:
+    for name in fixed:
         scores = get_metric(name)(
             codes[:n_train],
             points[:n_train],
@@ -132,6 +139,18 @@ def evaluate(
             points[n_train:],
             seed=seed,
             n_jobs=n_jobs,
+        )
+        results.update({f"dis/{k}": v for k, v in scores.items()})
+
+    for name in ev.metrics:
+        if name not in INTERVENTION_METRICS:
+            continue
+        # Observations are drawn inside the encoder set only: the score is about what the
+        # model was trained on, as for the fixed-sample metrics.
+        sampler = FeasibleSampler(dataset, accept=lambda idx: split.mask("encoder", idx))
+        scores = evaluate_intervention(
+            name, dataset, lambda x: model.encode(x)[0], seed=seed, sampler=sampler,
+            device=device, n_jobs=n_jobs,
         )
         results.update({f"dis/{k}": v for k, v in scores.items()})
 

@@ -81,3 +81,29 @@ def test_montero_trial_scores_heldout_reconstruction_and_schott_r2(tmp_path: Pat
     schott = results["schott_extrapolation"]
     assert "eval/recon_heldout" in schott
     assert "transfer/test/linear/r2" in schott
+
+
+def test_trial_scores_intervention_metrics_inside_the_encoder_set(tmp_path: Path) -> None:
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    experiment = MlflowClient(uri).create_experiment("interventions")
+    config = TrialConfig.model_validate(
+        {
+            "dataset": {"name": "color_dsprites"},
+            "split": "dittadi_hues",
+            "model": {"objective": "beta_vae", "latent_dim": 4},
+            "train": {"steps": 2, "batch_size": 8, "report_every": 2},
+            "evaluation": {
+                "metrics": ["sap", "beta_vae", "factor_vae"],
+                "probes": [],
+                "num_train": 300,
+                "num_test": 100,
+                "num_eval_images": 8,
+            },
+        }
+    )
+    ctx = TrialContext(uri, experiment, None, "interventions", trial_id="t", trial_name="t")
+    results = run_trial(config, ctx, LocalReporter())
+    for key in ("dis/sap", "dis/beta_vae", "dis/factor_vae"):
+        assert 0.0 <= results[key] <= 1.0
+    # draws come from the encoder set: the 4 held-out hues of 12 are rejected and redrawn
+    assert abs(results["dis/beta_vae_resampled"] - 4 / 12) < 0.03
