@@ -132,7 +132,8 @@ def evaluate(
         points = split.sample("encoder", n_train + ev.num_test, np.random.default_rng([seed, 2]))
         codes = encode_means(model, dataset, points, device)
     for name in fixed:
-        scores = get_metric(name)(
+        fn = get_metric(name)
+        scores = fn(
             codes[:n_train],
             points[:n_train],
             codes[n_train:],
@@ -140,7 +141,9 @@ def evaluate(
             seed=seed,
             n_jobs=n_jobs,
         )
-        results.update({f"dis/{k}": v for k, v in scores.items()})
+        # Downstream accuracy is reported as down/*, the disentanglement scores as dis/*.
+        namespace = getattr(fn, "namespace", "dis")
+        results.update({f"{namespace}/{k}": v for k, v in scores.items()})
 
     for name in ev.metrics:
         if name not in INTERVENTION_METRICS:

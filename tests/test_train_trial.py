@@ -93,7 +93,7 @@ def test_trial_scores_intervention_metrics_inside_the_encoder_set(tmp_path: Path
             "model": {"objective": "beta_vae", "latent_dim": 4},
             "train": {"steps": 2, "batch_size": 8, "report_every": 2},
             "evaluation": {
-                "metrics": ["sap", "beta_vae", "factor_vae"],
+                "metrics": ["sap", "gbt10000", "beta_vae", "factor_vae"],
                 "probes": [],
                 "num_train": 300,
                 "num_test": 100,
@@ -105,5 +105,7 @@ def test_trial_scores_intervention_metrics_inside_the_encoder_set(tmp_path: Path
     results = run_trial(config, ctx, LocalReporter())
     for key in ("dis/sap", "dis/beta_vae", "dis/factor_vae"):
         assert 0.0 <= results[key] <= 1.0
+    # downstream accuracy is a down/* score, as DESIGN.md names it
+    assert 0.0 <= results["down/gbt100_acc"] <= 1.0 and "dis/gbt100_acc" not in results
     # draws come from the encoder set: the 4 held-out hues of 12 are rejected and redrawn
     assert abs(results["dis/beta_vae_resampled"] - 4 / 12) < 0.03
