@@ -178,8 +178,8 @@ class EvaluationConfig(_Strict):
     probes: list[ProbeName] = Field(default_factory=lambda: ["gbt", "mlp"])
     num_train: int = Field(10000, ge=10, description="points the dis/* metrics train on")
     num_test: int = Field(5000, ge=10, description="points the dis/* metrics test on")
-    probe_train: int = Field(2000, ge=10, description="points each transfer probe trains on")
-    probe_test: int = Field(1000, ge=10, description="points each transfer probe is tested on")
+    probe_train: int = Field(10000, ge=10, description="points each transfer probe trains on")
+    probe_test: int = Field(5000, ge=10, description="points each transfer probe is tested on")
     num_eval_images: int = Field(1000, ge=0, description="held-out images for eval/*; 0: none")
     seed: int = Field(0, description="the same ground-truth draws score every model")
 

@@ -30,7 +30,7 @@ from raystudy.metrics import (
 )
 
 SIZES = (3, 4, 6, 5)
-NUM_TRAIN, NUM_EVAL = 3000, 3000
+NUM_TRAIN, NUM_EVAL = 2000, 3000
 STATISTICAL = 0.04
 
 
