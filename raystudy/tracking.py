@@ -95,8 +95,13 @@ def log_metrics(client: MlflowClient, run_id: str, metrics: Mapping[str, float],
 class TrialRun:
     """Worker side: the MLflow run of one trial."""
 
-    def __init__(self, client: MlflowClient, run_id: str) -> None:
+    def __init__(
+        self, client: MlflowClient, run_id: str, finished: dict[str, float] | None = None
+    ) -> None:
         self.client, self.run_id = client, run_id
+        #: The final metrics of a run that had already finished when it was opened again
+        #: (its trial was cut off between logging its results and reporting them to Tune).
+        self.finished = finished
 
     @classmethod
     def open(
@@ -116,6 +121,8 @@ class TrialRun:
         )
         if found:
             run_id = found[0].info.run_id
+            if found[0].info.status == "FINISHED":
+                return cls(client, run_id, finished=dict(found[0].data.metrics))
             client.update_run(run_id, status="RUNNING")
             return cls(client, run_id)
         all_tags = {ROLE_TAG: "trial", TRIAL_ID_TAG: trial_id, **tags}

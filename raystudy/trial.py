@@ -344,6 +344,11 @@ def run_trial(config: TrialConfig, ctx: TrialContext, reporter: Reporter) -> dic
         },
         parent_run_id=ctx.parent_run_id,
     )
+    if run.finished is not None:
+        # Everything was measured and logged before the interruption: hand Tune the same
+        # results instead of evaluating (and logging) them a second time.
+        reporter.report({"step": float(config.train.steps), **run.finished, EVALUATED: 1.0})
+        return run.finished
     try:
         if setup_error is not None:
             raise setup_error

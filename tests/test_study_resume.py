@@ -59,7 +59,10 @@ def test_interrupted_study_resumes_without_retraining_or_duplicates(tmp_path: Pa
     before = {r.info.run_id: r for r in trial_runs(info) if r.info.status == "FINISHED"}
     assert 1 <= len(before) < 4
     counts = study_status(study_dir)
-    assert counts.get("TERMINATED", 0) == len(before) and sum(counts.values()) == 4
+    # A trial can be cut off after closing its MLflow run but before Tune got its result:
+    # Tune then still counts it as running, and resume must not run it again.
+    assert counts.get("TERMINATED", 0) <= len(before) <= counts.get("TERMINATED", 0) + 1
+    assert sum(counts.values()) == 4
 
     resumed = subprocess.run(
         cli("resume", "resumable", "--output", str(tmp_path)),

@@ -109,3 +109,37 @@ def test_trial_scores_intervention_metrics_inside_the_encoder_set(tmp_path: Path
     assert 0.0 <= results["down/gbt100_acc"] <= 1.0 and "dis/gbt100_acc" not in results
     # draws come from the encoder set: the 4 held-out hues of 12 are rejected and redrawn
     assert abs(results["dis/beta_vae_resampled"] - 4 / 12) < 0.03
+
+
+def test_a_trial_whose_run_already_finished_reports_it_without_rerunning(tmp_path: Path) -> None:
+    """Cut off between closing its MLflow run and reporting to Tune, a resumed trial hands
+    Tune the logged results instead of evaluating and logging them again."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(uri)
+    experiment = client.create_experiment("again")
+    config = TrialConfig.model_validate(
+        {
+            "dataset": {"name": "dsprites"},
+            "model": {"objective": "beta_vae", "latent_dim": 3},
+            "train": {"steps": 2, "batch_size": 4, "report_every": 2},
+            "evaluation": {
+                "metrics": ["mig"],
+                "probes": [],
+                "num_train": 100,
+                "num_eval_images": 8,
+            },
+        }
+    )
+    ctx = TrialContext(uri, experiment, None, "again", trial_id="same", trial_name="same")
+    first = run_trial(config, ctx, LocalReporter())
+    run = client.search_runs([experiment])[0]
+    again = LocalReporter()
+    second = run_trial(config, ctx, again)
+    assert {k: second[k] for k in first} == first  # (plus the train/* curves it logged)
+    assert (
+        again.results[-1]["evaluated"] == 1.0 and again.results[-1]["dis/mig"] == first["dis/mig"]
+    )
+    assert len(client.search_runs([experiment])) == 1
+    after = client.get_run(run.info.run_id)
+    assert after.info.status == "FINISHED" and after.info.end_time == run.info.end_time
+    assert len(client.get_metric_history(run.info.run_id, "dis/mig")) == 1
