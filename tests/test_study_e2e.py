@@ -7,6 +7,7 @@ from pathlib import Path
 import mlflow
 import pandas as pd
 import pytest
+from tiny import tiny
 from typer.testing import CliRunner
 
 from raystudy.analysis.correlations import spearman_table
@@ -16,21 +17,12 @@ from raystudy.spec import load_spec
 from raystudy.study import StudyError, StudyInfo, run_study
 
 ROOT = Path(__file__).resolve().parents[1]
-TINY = [
-    "name=tiny",
-    "train.steps=8",
-    "train.batch_size=8",
-    "train.report_every=4",
-    "train.checkpoint_every=4",
-    "evaluation.num_train=120",
-    "evaluation.num_test=60",
-    "evaluation.probe_train=80",
-    "evaluation.probe_test=40",
-    "evaluation.num_eval_images=32",
-    "model.latent_dim=4",
+TINY = tiny(
+    "tiny",
+    "evaluation.probes=[gbt, mlp]",
     # two trials, one per objective: each trial type is exercised once
     "grid={model: [{objective: beta_vae, beta: 4}, {objective: ada_gvae, beta: 1}], seed: [0]}",
-]
+)
 EXPECTED = (
     ["dis/dci_d", "dis/dci_c", "dis/dci_i", "dis/mig", "eval/elbo", "eval/recon", "eval/kl"]
     + [
