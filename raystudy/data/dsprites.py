@@ -135,7 +135,6 @@ class DSprites(ProceduralDataset):
         self.resolution = resolution
         self.real_seed = real_seed
         self.factors = FactorSpace(self._factor_tuple(orientation_bins))
-        self._tables: dict[torch.device, _DeviceTables] = {}
 
     def _factor_tuple(self, orientation_bins: int | None) -> tuple[Factor, ...]:
         return dsprites_factors(orientation_bins)
@@ -202,13 +201,6 @@ class DSprites(ProceduralDataset):
         out = torch.zeros((batch, channels, res * res), dtype=torch.float32, device=windows.device)
         out.scatter_(2, pixel.expand(-1, channels, -1), windows.reshape(batch, channels, -1))
         return out.view(batch, channels, res, res)
-
-    def _device_tables(self, device: torch.device) -> _DeviceTables:
-        tables = self._tables.get(device)
-        if tables is None:
-            tables = self._build_tables(device)
-            self._tables[device] = tables
-        return tables
 
     def _build_tables(self, device: torch.device) -> _DeviceTables:
         res = self.resolution

@@ -119,7 +119,6 @@ class Finger(ProceduralDataset):
         self.resolution = resolution
         self.real_seed = real_seed
         self.factors = FactorSpace(finger_factors())
-        self._tables: dict[torch.device, _Tables] = {}
         self._workspace = Workspace()
 
     # --- feasibility ---------------------------------------------------------------------
@@ -183,13 +182,6 @@ class Finger(ProceduralDataset):
         d = torch.add(du * du, dv * dv, out=a).sqrt_()
         _paint(cover, grey, _coverage_(d, TIP_RADIUS, inv_pixel), TIP_GREY)
         return cover.unsqueeze(1), grey.unsqueeze(1)
-
-    def _device_tables(self, device: torch.device) -> _Tables:
-        tables = self._tables.get(device)
-        if tables is None:
-            tables = self._build_tables(device)
-            self._tables[device] = tables
-        return tables
 
     def _build_tables(self, device: torch.device) -> _Tables:
         res = self.resolution

@@ -22,19 +22,12 @@ from pathlib import Path
 import numpy as np
 
 from raystudy.data.factors import Factor, FactorSpace
+from raystudy.data.families import FAMILIES
 from raystudy.data.file_arrays import DatasetFileError, NpzRows, npz_header, require_file
 from raystudy.data.file_dataset import FileDataset
 from raystudy.data.registry import register_dataset
 
-FACTOR_NAMES = (
-    "object_color",
-    "object_shape",
-    "object_size",
-    "camera_height",
-    "background_color",
-    "horizontal_axis",
-    "vertical_axis",
-)
+FACTOR_NAMES = FAMILIES["mpi3d"]
 OFFICIAL_SIZES = (6, 6, 2, 3, 3, 40, 40)
 
 

@@ -8,6 +8,7 @@ so a split's OOD2-B scenario works on any procedural dataset.
 from __future__ import annotations
 
 from abc import abstractmethod
+from typing import Any
 
 import numpy as np
 import torch
@@ -48,6 +49,18 @@ class ProceduralDataset(GroundTruthDataset):
             shift = RealShift(self.channels, self.resolution, self.real_seed)
             self._real_shift = shift
         return shift
+
+    def _device_tables(self, device: torch.device) -> Any:
+        """The dataset's precomputed tables on `device`, built once per device: rendering
+        runs every training step and must not rebuild them."""
+        cache: dict[torch.device, Any] = self.__dict__.setdefault("_tables", {})
+        if device not in cache:
+            cache[device] = self._build_tables(device)
+        return cache[device]
+
+    def _build_tables(self, device: torch.device) -> Any:
+        """Tensors a subclass renders from (grids, colour tables), placed on `device`."""
+        raise NotImplementedError
 
     @abstractmethod
     def _render_sim(self, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -110,7 +110,6 @@ class Shapes3D(ProceduralDataset):
         self.resolution = resolution
         self.real_seed = real_seed
         self.factors = FactorSpace(shapes3d_factors())
-        self._tables: dict[torch.device, _Tables] = {}
         self._workspace = Workspace()
 
     def _render_sim(self, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -174,13 +173,6 @@ class Shapes3D(ProceduralDataset):
             pieces.append(tuple(x.expand(count, v.shape[1], u.shape[2]) for x in out))
             start += count
         return torch.cat([p[0] for p in pieces]), torch.cat([p[1] for p in pieces])
-
-    def _device_tables(self, device: torch.device) -> _Tables:
-        tables = self._tables.get(device)
-        if tables is None:
-            tables = self._build_tables(device)
-            self._tables[device] = tables
-        return tables
 
     def _build_tables(self, device: torch.device) -> _Tables:
         res = self.resolution
