@@ -24,6 +24,30 @@ def trial_runs(info: StudyInfo) -> list:
     return client.search_runs([info.experiment_id], "tags.`raystudy.role` = 'trial'")
 
 
+def interrupt_once_a_trial_finishes(command: list[str], study_dir: Path) -> str:
+    """Run the `raystudy` driver `command`, Ctrl-C it once MLflow holds a finished trial of
+    `study_dir`; check that it stops as interrupted and return what it printed."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    driver = subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    deadline = time.monotonic() + 240
+    finished: list = []
+    while time.monotonic() < deadline and not finished and driver.poll() is None:
+        time.sleep(0.5)
+        if (study_dir / "study.json").exists():
+            runs = trial_runs(StudyInfo.read(study_dir))
+            finished = [r for r in runs if r.info.status == "FINISHED"]
+    if not finished:
+        driver.kill()
+        raise AssertionError("no trial finished in time:\n" + driver.communicate()[0][-3000:])
+    driver.send_signal(signal.SIGINT)  # what Ctrl-C does
+    output, _ = driver.communicate(timeout=120)
+    assert driver.returncode == 1, output
+    assert f"raystudy resume {study_dir.name}" in output
+    return output
+
+
 def test_interrupted_study_resumes_without_retraining_or_duplicates(tmp_path: Path) -> None:
     overrides = tiny(
         "resumable",
@@ -33,27 +57,10 @@ def test_interrupted_study_resumes_without_retraining_or_duplicates(tmp_path: Pa
         "execution.max_concurrent_trials=1",  # one at a time: the interrupt lands mid-study
     )
     sets = [a for o in overrides for a in ("--set", o)]
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    driver = subprocess.Popen(
-        cli("run", str(SMOKE), "--output", str(tmp_path), *sets),
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
     study_dir = tmp_path / "resumable"
-    deadline = time.monotonic() + 240
-    finished: list = []
-    while time.monotonic() < deadline and not finished:
-        time.sleep(1.0)
-        if (study_dir / "study.json").exists():
-            runs = trial_runs(StudyInfo.read(study_dir))
-            finished = [r for r in runs if r.info.status == "FINISHED"]
-    assert finished, "no trial finished before the deadline"
-    driver.send_signal(signal.SIGINT)  # what Ctrl-C does
-    output, _ = driver.communicate(timeout=120)
-    assert driver.returncode == 1, output
-    assert "raystudy resume resumable" in output
+    interrupt_once_a_trial_finishes(
+        cli("run", str(SMOKE), "--output", str(tmp_path), *sets), study_dir
+    )
 
     info = StudyInfo.read(study_dir)
     before = {r.info.run_id: r for r in trial_runs(info) if r.info.status == "FINISHED"}
@@ -66,7 +73,7 @@ def test_interrupted_study_resumes_without_retraining_or_duplicates(tmp_path: Pa
 
     resumed = subprocess.run(
         cli("resume", "resumable", "--output", str(tmp_path)),
-        env=env,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
         capture_output=True,
         text=True,
         timeout=300,

@@ -14,19 +14,21 @@ H_b is the entropy in base b, so each term lies in [0, 1]. This follows disentan
 with its defaults on 10,000 train / 5,000 test points, importances = ``feature_importances_``,
 informativeness reported as ACCURACY although the reference names it "err".
 
-Backends. ``backend="sklearn"`` is the reference itself (305 s on this project's two-core
+Backends. ``backend="sklearn"`` is the reference itself (314 s on this project's two-core
 machine for five dSprites factors, ten codes, 10,000 + 5,000 points). ``backend="xgboost"``
-(default) is the same algorithm — sklearn's trees, Newton leaf values, node-local thresholds
-and impurity importances — grown by xgboost (see :mod:`raystudy.metrics._boosting`): 15 s
-there, 20x faster. Where the training codes have at most ``max_bins`` (256) distinct values
-per dimension its split search is sklearn's exactly, and D, C, I agree with sklearn's up to
-the effect of tie-breaking (~0.01 on a few hundred points; the tests check 0.02). On
-10,000 continuous points it searches 255 quantile thresholds per dimension instead of all
-9,999: on the conv VAE codes of bench/metrics.py D, C and I moved by -0.0001, -0.001 and
-+0.010, but I_train by -0.047 (sklearn's exact search lets late trees isolate single
-training points, which only the training accuracy rewards), and on synthetic noisy codes
-D and C by -0.005 to -0.02. ``max_bins=num_train`` restores the exact search at ~10x the
-cost. Use the sklearn backend when numbers must be compared with published ones.
+(default) is the same algorithm — sklearn's trees with its exact split search, Newton leaf
+values, node-local thresholds and impurity importances — grown by xgboost's exact method
+(see :mod:`raystudy.metrics._boosting`), several times faster. D, C, I and I_train agree
+with sklearn's up to the effect of tie-breaking: within 0.002 on the conv VAE codes of
+bench/metrics.py and on 10,000 noisy synthetic codes (the tests check 0.02).
+
+``max_bins=256`` (or any number) trades that agreement for speed: split candidates become
+255 quantiles per dimension, searched by histogram, 2-4x faster at 10,000 points. It
+changes nothing while a code dimension has at most that many distinct values, but beyond,
+it is coarser than sklearn: on the VAE codes I_train fell by 0.047 (sklearn's exact search
+lets late trees isolate single training points, which only the training accuracy rewards),
+and on noisy synthetic codes D and C by 0.02 (10,000 points; 256 to 2,048 bins) to 0.05
+(1,000 points, 256 bins).
 
 Differences from the reference, for inputs it never meets (each with a
 :class:`~raystudy.metrics._checks.MetricWarning`):
@@ -56,8 +58,9 @@ from raystudy.metrics.registry import register_metric
 
 Backend = Literal["xgboost", "sklearn"]
 BACKENDS: tuple[str, ...] = ("xgboost", "sklearn")
-#: Split candidates per code dimension for the xgboost backend (see the module docstring).
-MAX_BINS = 256
+#: Split candidates per code dimension for the xgboost backend: None, every threshold
+#: between distinct values, as sklearn (see the module docstring).
+MAX_BINS: int | None = None
 
 
 @dataclass(frozen=True)
@@ -91,7 +94,7 @@ def importance_matrix(
     backend: Backend = "xgboost",
     seed: int = 0,
     n_jobs: int = 1,
-    max_bins: int = MAX_BINS,
+    max_bins: int | None = MAX_BINS,
     device: str = "cpu",
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     """Fit one gradient-boosted classifier per factor; collect importances and accuracies.
@@ -108,7 +111,8 @@ def importance_matrix(
             (``GradientBoostingClassifier()`` defaults: the reference, slow).
         seed: random state of the classifiers.
         n_jobs: threads per xgboost model (the sklearn booster is single-threaded).
-        max_bins: split candidates per code dimension (xgboost backend).
+        max_bins: split candidates per code dimension (xgboost backend): None, all of
+            them (sklearn's search); a number, at most that many quantile bins (faster).
         device: xgboost device, "cpu" or "cuda" (xgboost backend).
 
     Returns:
@@ -138,7 +142,7 @@ def fit_factor_classifiers(
     backend: Backend = "xgboost",
     seed: int = 0,
     n_jobs: int = 1,
-    max_bins: int = MAX_BINS,
+    max_bins: int | None = MAX_BINS,
     device: str = "cpu",
 ) -> FactorClassifiers:
     """:func:`importance_matrix` as a :class:`FactorClassifiers`, reusing the last fit."""
@@ -230,7 +234,7 @@ def dci(
     backend: Backend = "xgboost",
     seed: int = 0,
     n_jobs: int = 1,
-    max_bins: int = MAX_BINS,
+    max_bins: int | None = MAX_BINS,
     device: str = "cpu",
 ) -> dict[str, float]:
     """Disentanglement, completeness and informativeness of the codes (see module doc).

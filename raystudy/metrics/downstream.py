@@ -45,7 +45,7 @@ def downstream_gbt(
     n_jobs: int = 1,
     train_sizes: Sequence[int] = TRAIN_SIZES,
     backend: Backend = "xgboost",
-    max_bins: int = MAX_BINS,
+    max_bins: int | None = MAX_BINS,
     device: str = "cpu",
 ) -> dict[str, float]:
     """Mean test accuracy of per-factor GBT classifiers trained on n points, for each n.
