@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import copy
 import itertools
+import math
+import re
+import typing
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -260,6 +263,12 @@ class ExecutionConfig(_Strict):
     max_failures: int = Field(1, ge=0, description="retries of a failed trial from its checkpoint")
     time_budget_s: float | None = Field(None, gt=0, description="stop the study after this")
     max_concurrent_trials: int | None = Field(None, ge=1)
+    seeds_per_trial: int = Field(
+        1,
+        ge=1,
+        description="grid points that differ only in `seed` train together, this many per "
+        "trial, as one batched model; each still gets its own MLflow run",
+    )
 
 
 class ResourcesConfig(_Strict):
@@ -271,6 +280,18 @@ class ResourcesConfig(_Strict):
         False,
         description="the cluster's autoscaler adds nodes: request resources no node has yet",
     )
+
+    @field_validator("gpu")
+    @classmethod
+    def _whole_above_one(cls, v: float) -> float:
+        # Ray hands out a GPU in fractions but more than one only whole: 1.5 would fail deep
+        # inside Tune ("Tracked actor is not managed by this event manager").
+        if v > 1 and not float(v).is_integer():
+            raise ValueError(
+                f"{v:g} GPUs per trial: a fraction below 1 shares a GPU, above 1 only whole "
+                "GPUs (2, 3, ...) can be asked for"
+            )
+        return v
 
 
 class TrackingConfig(_Strict):
@@ -308,7 +329,30 @@ class StudySpec(_TrialFields):
         return expand_grid(self.grid)
 
     def num_trials(self) -> int:
+        """Models the study trains (one MLflow run each)."""
         return self.search.num_samples if self.search.method == "optuna" else len(self.points())
+
+    def stacks(self) -> list[list[int]]:
+        """The Tune trials as indices into `points()`: with `execution.seeds_per_trial` S > 1,
+        points equal in everything but `seed` are grouped, in grid order, S at a time (the
+        last group of a kind may be smaller); with S = 1 every point is its own trial."""
+        points = self.points()
+        size = self.execution.seeds_per_trial
+        if size == 1:
+            return [[i] for i in range(len(points))]
+        groups: dict[str, list[int]] = {}
+        for i, point in enumerate(points):
+            rest = {k: v for k, v in point.items() if k != "seed"}
+            groups.setdefault(repr(sorted(flatten(rest).items())), []).append(i)
+        return [
+            members[j : j + size]
+            for members in groups.values()
+            for j in range(0, len(members), size)
+        ]
+
+    def num_tune_trials(self) -> int:
+        """Tune trials: models, or stacks of seeds trained together."""
+        return self.num_trials() if self.search.method == "optuna" else len(self.stacks())
 
 
 # -- grid expansion ------------------------------------------------------------------------
@@ -334,6 +378,15 @@ def expand_grid(node: Any) -> list[Any]:
                 out.append(item)
         return out
     return [node]
+
+
+def count_grid(node: Any) -> int:
+    """How many points `expand_grid(node)` returns, without expanding it."""
+    if isinstance(node, Mapping):
+        return math.prod(count_grid(v) for v in node.values())
+    if isinstance(node, list):
+        return sum(count_grid(item) if isinstance(item, Mapping) else 1 for item in node)
+    return 1
 
 
 def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
@@ -376,8 +429,10 @@ def apply_overrides(raw: dict[str, Any], overrides: Iterable[str], source: str) 
             raise SpecError(source, [("--set", f"{item!r} is not of the form dotted.path=value")])
         try:
             value = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise SpecError(source, [(f"--set {path}", f"value is not valid YAML: {exc}")]) from exc
+        except (yaml.YAMLError, RecursionError) as exc:
+            raise SpecError(
+                source, [(f"--set {path}", f"value is not valid YAML: {exc}")]
+            ) from None
         node = raw
         parts = path.strip().split(".")
         for part in parts[:-1]:
@@ -391,27 +446,71 @@ def apply_overrides(raw: dict[str, Any], overrides: Iterable[str], source: str) 
     return raw
 
 
-def _loc(loc: tuple[Any, ...]) -> str:
+# How pydantic labels the branch of a union in an error's loc (`int | Literal["random"]` gives
+# "constrained-int" and "literal['random']"); never a field name.
+_UNION_TAG = re.compile(
+    r"^(str|int|float|bool|none|constrained-\w+|literal\[.*\]|function-\w+\[.*\]"
+    r"|(dict|list|tuple|set)\[.*\])$"
+)
+
+
+def _loc(loc: tuple[Any, ...], key: bool = False) -> str:
     out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif part in ("str", "dict[str,any]", "function-after[_split_known(), str]"):
+    for i, part in enumerate(loc):
+        # `part` is a mapping's key (pydantic marks it "[key]", or ends the loc with it)
+        is_key = (i + 1 < len(loc) and loc[i + 1] == "[key]") or (i == len(loc) - 1 and key)
+        if part == "[key]" or (isinstance(part, str) and _UNION_TAG.match(part)):
             continue  # pydantic's union-branch labels say nothing to a user
+        if isinstance(part, int) and not is_key:
+            out += f"[{part}]"
         else:
             out += f".{part}" if out else str(part)
     return out
 
 
-def _problems(exc: ValidationError, prefix: str = "") -> list[tuple[str, str]]:
+def _model_at(root: type[BaseModel], loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    """The pydantic model that holds the field at `loc` (None if `loc` leaves the models)."""
+    model: type[BaseModel] = root
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        field = model.model_fields.get(part)
+        if field is None:
+            return None
+        # `AshaConfig | None` and the like: the model among the annotation's alternatives.
+        options = typing.get_args(field.annotation) or (field.annotation,)
+        models = [t for t in options if isinstance(t, type) and issubclass(t, BaseModel)]
+        if not models:
+            return None
+        model = models[0]
+    return model
+
+
+def _problems(
+    exc: ValidationError, prefix: str = "", root: type[BaseModel] | None = None
+) -> list[tuple[str, str]]:
     problems = []
     for err in exc.errors():
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             msg = "unknown field"
+            owner = _model_at(root, tuple(err["loc"][:-1])) if root else None
+            if owner is not None:
+                name = str(err["loc"][-1])
+                msg = unknown_name_message("field", name, list(owner.model_fields))
+        elif err["type"] == "value_error" and isinstance(err.get("input"), Mapping):
+            # A model validator of ours: its input is the whole block (noise, not shown), and
+            # its message may start with the field it is about ("space.model.beta: ...").
+            owner = _model_at(root, tuple(err["loc"])) if root else None
+            field, sep, rest = msg.partition(": ")
+            head = field.replace("[", ".").split(".")[0]
+            if owner is not None and sep and head in owner.model_fields:
+                loc = (*err["loc"], field)
+                problems.append((prefix + _loc(loc), rest))
+                continue
         elif "input" in err and err["type"] not in ("missing",):
             msg = f"{msg} (got {err['input']!r})"
-        problems.append((prefix + _loc(err["loc"]), msg))
+        problems.append((prefix + _loc(err["loc"], key=err["type"] == "invalid_key"), msg))
     return problems
 
 
@@ -434,13 +533,54 @@ def _check_known_fields(raw: Mapping[str, Any], model: type[BaseModel], path: st
     return bad
 
 
-def validate_spec(raw: Any, source: str = "<spec>") -> StudySpec:
+MAX_DEPTH = 32
+MAX_NODES = 100_000
+#: Every trial is validated here, then scheduled by Tune and tracked by MLflow one by one: a
+#: grid beyond this is a typo (an extra axis) far more often than a plan.
+MAX_TRIALS = 100_000
+_TOO_DEEP = f"a study spec nests a handful of levels; at most {MAX_DEPTH} are accepted"
+
+
+def _shape_problem(raw: Any) -> tuple[str, str] | None:
+    """(path, message) for a document nested deeper than MAX_DEPTH or holding more than
+    MAX_NODES values, else None.
+
+    Iterative and bounded, so that neither a deep document, a self-referencing one (YAML
+    anchors can make a list that contains itself) nor an alias bomb (each level repeating
+    the last many times) can exhaust the stack or the clock here or in what validates it.
+    """
+    stack: list[tuple[Any, str, int]] = [(raw, "", 0)]
+    seen = 0
+    while stack:
+        node, path, depth = stack.pop()
+        seen += 1
+        if depth > MAX_DEPTH:
+            shown = path if len(path) <= 80 else path[:77] + "..."
+            return shown, f"nested too deeply ({_TOO_DEEP})"
+        if seen > MAX_NODES:
+            return "", f"holds more than {MAX_NODES} values (YAML aliases repeating each other?)"
+        if isinstance(node, Mapping):
+            stack += [(v, f"{path}.{k}" if path else str(k), depth + 1) for k, v in node.items()]
+        elif isinstance(node, list):
+            stack += [(v, f"{path}[{i}]", depth + 1) for i, v in enumerate(node)]
+    return None
+
+
+def validate_spec(raw: Any, source: str = "<spec>", check_data: bool = True) -> StudySpec:
+    """A validated StudySpec, or SpecError naming every problem with file and field.
+
+    `check_data` also builds each distinct dataset and split the trials use (opening dataset
+    files): what a study needs before it starts, not what reading a finished one needs.
+    """
     if not isinstance(raw, Mapping):
         raise SpecError(source, [("", f"a study spec is a mapping, got {type(raw).__name__}")])
+    shape = _shape_problem(raw)
+    if shape is not None:
+        raise SpecError(source, [shape])
     try:
         spec = StudySpec.model_validate(raw)
     except ValidationError as exc:
-        raise SpecError(source, _problems(exc)) from None
+        raise SpecError(source, _problems(exc, root=StudySpec)) from None
     unknown = _check_known_fields(spec.grid, TrialConfig, "grid")
     unknown += _check_known_fields(spec.search.space, TrialConfig, "search.space")
     if unknown:
@@ -455,6 +595,13 @@ def validate_spec(raw: Any, source: str = "<spec>") -> StudySpec:
                 )
             ],
         )
+    size = count_grid(spec.grid) if spec.search.method == "grid" else spec.search.num_samples
+    if size > MAX_TRIALS:
+        field = "grid" if spec.search.method == "grid" else "search.num_samples"
+        raise SpecError(
+            source,
+            [(field, f"{size} trials; a study holds at most {MAX_TRIALS} (split it into several)")],
+        )
     if spec.search.method == "optuna":
         # The points come while the study runs: validate a fixed sample of what it can draw.
         points, label = random_points(spec.search.space, 64, seed=0), "search.space draw"
@@ -465,32 +612,128 @@ def validate_spec(raw: Any, source: str = "<spec>") -> StudySpec:
         raise SpecError(source, [("grid", "expands to no trial (an axis is an empty list)")])
     problems: list[tuple[str, str]] = []
     seen: set[tuple[str, str]] = set()
+    trials: list[TrialConfig] = []
+    base = spec.base()
     for i, point in enumerate(points):
         try:
-            TrialConfig.model_validate(deep_merge(spec.base(), point))
+            trials.append(TrialConfig.model_validate(deep_merge(base, point)))
         except ValidationError as exc:
-            shown = ", ".join(f"{k}={v}" for k, v in flatten(point).items())
-            for p, m in _problems(exc):
+            for p, m in _problems(exc, root=TrialConfig):
                 if (p, m) not in seen:  # one report per distinct problem, not per draw
                     seen.add((p, m))
-                    problems.append((f"{label} {i} ({shown}) -> {p}", m))
+                    problems.append((f"{_point_label(label, i, point)} -> {p}", m))
     if problems:
         raise SpecError(source, problems)
+    problems = _data_problems(spec, trials, points, label) if check_data else []
+    if problems:
+        raise SpecError(source, problems)
+    if spec.execution.seeds_per_trial > 1:
+        _check_stackable(spec, source)
     return spec
 
 
-def load_spec(path: str | Path, overrides: Iterable[str] = ()) -> StudySpec:
-    """Read, override and validate a study YAML; raise `SpecError` naming file and field."""
+def _check_stackable(spec: StudySpec, source: str) -> None:
+    from raystudy.models.objectives import OBJECTIVES
+
+    field = "execution.seeds_per_trial"
+    if spec.search.method == "optuna":
+        raise SpecError(
+            source, [(field, "optuna proposes one configuration per trial; use 1 with optuna")]
+        )
+    names = {spec.model.objective, *(t.model.objective for t in spec.trials())}
+    unstackable = sorted(n for n in names if not OBJECTIVES.get(n).stackable)
+    if unstackable:
+        raise SpecError(
+            source,
+            [
+                (
+                    field,
+                    f"objective(s) {', '.join(unstackable)} train networks of their own and "
+                    f"cannot be stacked; use 1, or leave them out of the grid",
+                )
+            ],
+        )
+
+
+def _point_label(label: str, i: int, point: Mapping[str, Any]) -> str:
+    """`grid point 3 (model.beta=4, seed=1)`: which point, by the values it sets."""
+    return f"{label} {i} (" + ", ".join(f"{k}={v}" for k, v in flatten(point).items()) + ")"
+
+
+def _data_problems(
+    spec: StudySpec, trials: list[TrialConfig], points: list[dict[str, Any]], label: str
+) -> list[tuple[str, str]]:
+    """Build every distinct dataset and split the trials use, once each.
+
+    A missing or malformed dataset file, a split the dataset cannot hold, or a split written
+    in the YAML whose sets are malformed, empty or overlap would otherwise fail in every
+    trial, after Ray has started. A problem of the spec's own dataset/split is reported at
+    its field; one that only a grid point brings, at that point.
+    """
+    from raystudy.data.check import DataChecker
+
+    checker = DataChecker()
+    problems: list[tuple[str, str]] = []
+    reported = set()
+    for i, (trial, point) in enumerate(zip(trials, points, strict=True)):
+        problem = checker.check(trial.dataset.name, trial.dataset.options, trial.split)
+        if problem is None or problem in reported:  # once, not once per grid point
+            continue
+        reported.add(problem)
+        own = trial.dataset == spec.dataset and trial.split == spec.split
+        where = problem.field if own else f"{_point_label(label, i, point)} -> {problem.field}"
+        problems.append((where, problem.message))
+    return problems
+
+
+class SpecLoader(yaml.SafeLoader):
+    """`yaml.safe_load`'s loader (plain data only, no Python tags), refusing a key that a
+    mapping repeats: YAML forbids it, yet PyYAML keeps the last value and silently drops the
+    first (`train:` written twice loses half of the training settings)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, yaml.Node] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # `<<: *base` then `key: ...` overrides on purpose
+            key = self.construct_object(key_node, deep=True)
+            try:
+                first = seen.setdefault(key, key_node)
+            except TypeError:
+                continue  # an unhashable key: the base class reports it
+            if first is not key_node:
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping",
+                    node.start_mark,
+                    f"found duplicate key {key!r} (first at line {first.start_mark.line + 1})",
+                    key_node.start_mark,
+                )
+        return super().construct_mapping(node, deep=deep)
+
+
+def load_spec(
+    path: str | Path, overrides: Iterable[str] = (), check_data: bool = True
+) -> StudySpec:
+    """Read, override and validate a study YAML; raise `SpecError` naming file and field
+    (`check_data`: see `validate_spec`)."""
     path = Path(path)
     source = str(path)
     if not path.is_file():
         raise SpecError(source, [("", "no such file")])
     try:
-        raw = yaml.safe_load(path.read_text())
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(source, [("", f"cannot read the file as UTF-8 text: {exc}")]) from None
+    try:
+        raw = yaml.load(text, Loader=SpecLoader)
     except yaml.YAMLError as exc:
         raise SpecError(source, [("", f"not valid YAML: {exc}")]) from None
+    except RecursionError:
+        raise SpecError(
+            source, [("", f"not valid YAML: nested too deeply ({_TOO_DEEP})")]
+        ) from None
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
         raise SpecError(source, [("", f"a study spec is a mapping, got {type(raw).__name__}")])
-    return validate_spec(apply_overrides(raw, overrides, source), source)
+    return validate_spec(apply_overrides(raw, overrides, source), source, check_data)

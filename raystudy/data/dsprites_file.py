@@ -3,7 +3,8 @@
 Format: ``imgs`` ``(N, 64, 64)`` uint8 with values 0/1; ``latents_classes`` ``(N, 6)`` int64
 over (color, shape, scale, orientation, posX, posY) with sizes (1, 3, 6, 40, 32, 32);
 ``latents_values`` ``(N, 6)`` float64; ``metadata``, a pickled dict written by Python 2 (read
-with ``allow_pickle`` and latin1; its ``latents_sizes`` are checked when present). The factor
+as latin1 by an unpickler that builds plain data and numpy arrays only, so a crafted file
+cannot run code; its ``latents_sizes`` are checked when present). The factor
 names are those of the procedural ``dsprites``, so a selector means the same on both.
 
 The official ``imgs`` member is deflated: the first render decompresses it once (about 3 GB)
@@ -26,6 +27,7 @@ from raystudy.data.file_arrays import (
     npz_head_rows,
     npz_header,
     npz_members,
+    npz_pickled_object,
     npz_small_array,
     require_file,
 )
@@ -70,7 +72,7 @@ class DSpritesFile(FileDataset):
                 f"({shape[0]}, 6) integers, one row per image ({EXPECTED})"
             )
         if "metadata" in members:
-            _check_metadata(p, npz_small_array(p, "metadata", EXPECTED, allow_pickle=True))
+            _check_metadata(p, npz_pickled_object(p, "metadata", EXPECTED))
         if np.any(classes[:, 0] != 0):
             raise DatasetFileError(f"{str(p)!r}: latents_classes color must be 0 ({EXPECTED})")
         space = self.official_factors()

@@ -14,10 +14,13 @@ with the file's path and what was expected of it.
 
 from __future__ import annotations
 
+import io
 import os
+import pickle
 import shutil
 import struct
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -66,11 +69,10 @@ def npz_members(path: Path, expected: str) -> list[str]:
     return [n[: -len(".npy")] for n in names if n.endswith(".npy")]
 
 
-def npz_small_array(path: Path, key: str, expected: str, allow_pickle: bool = False) -> Any:
-    """Read one (small) member whole; pickled members (dSprites' ``metadata``, written by
-    Python 2) need ``allow_pickle`` and are decoded as latin1."""
+def npz_small_array(path: Path, key: str, expected: str) -> Any:
+    """Read one (small) member whole; never unpickles (see :func:`npz_pickled_object`)."""
     try:
-        with np.load(path, allow_pickle=allow_pickle, encoding="latin1") as archive:
+        with np.load(path, allow_pickle=False) as archive:
             return archive[key]
     except KeyError:
         raise DatasetFileError(f"{str(path)!r} has no array {key!r}; expected {expected}") from None
@@ -80,12 +82,65 @@ def npz_small_array(path: Path, key: str, expected: str, allow_pickle: bool = Fa
         ) from None
 
 
+# Globals a pickled numpy array of plain data may name (numpy 1 and 2 module paths): arrays,
+# dtypes and scalars are rebuilt from bytes; nothing here runs code the file chooses.
+_SAFE_PICKLE_GLOBALS = {
+    (module, name)
+    for module in ("numpy.core.multiarray", "numpy._core.multiarray")
+    for name in ("_reconstruct", "scalar")
+} | {("numpy", "ndarray"), ("numpy", "dtype")}
+
+
+class _DataUnpickler(pickle.Unpickler):
+    """Unpickles dicts, lists, tuples, strings, numbers and numpy arrays only.
+
+    ``np.load(allow_pickle=True)`` would call any function a file names (a crafted dataset
+    file runs code on every node that opens it); this refuses every other global."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) not in _SAFE_PICKLE_GLOBALS:
+            raise pickle.UnpicklingError(f"refusing to load {module}.{name}")
+        return super().find_class(module, name)
+
+
+def npz_pickled_object(path: Path, key: str, expected: str) -> Any:
+    """A pickled object-array member (dSprites' ``metadata``, a dict written by Python 2,
+    decoded as latin1), unpickled by :class:`_DataUnpickler`: plain data or an error."""
+    with open_npz(path, expected) as zf:
+        info = _member(zf, path, key, expected)
+        try:
+            with zf.open(info) as member:
+                data = io.BytesIO(member.read())
+        except (zipfile.BadZipFile, OSError, EOFError, zlib.error) as exc:
+            raise DatasetFileError(f"{str(path)!r}: cannot read {key!r} ({exc})") from None
+    _, _, dtype, _ = _read_npy_header(data, path, key, expected)
+    if not dtype.hasobject:
+        raise DatasetFileError(f"{str(path)!r}: {key!r} is not a pickled object ({expected})")
+    try:
+        return _DataUnpickler(data, encoding="latin1").load()
+    except Exception as exc:  # any malformed or refused pickle is a bad file, nothing else
+        raise DatasetFileError(
+            f"{str(path)!r}: cannot unpickle {key!r} as plain data ({exc}); expected {expected}"
+        ) from None
+
+
 def npz_header(path: Path, key: str, expected: str) -> tuple[tuple[int, ...], np.dtype[Any]]:
-    """Shape and dtype of an npz member, read from its ``.npy`` header only."""
+    """Shape and dtype of an npz member, read from its ``.npy`` header only; a member whose
+    size in the zip directory disagrees with its header (a truncated or padded array, which
+    a memory map would read past or short of) is an error."""
     with open_npz(path, expected) as zf:
         info = _member(zf, path, key, expected)
         with zf.open(info) as member:
             shape, _, dtype, _ = _read_npy_header(member, path, key, expected)
+            header_bytes = member.tell()
+    if not dtype.hasobject:
+        want = header_bytes + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        if info.file_size != want:
+            raise DatasetFileError(
+                f"{str(path)!r}: array {key!r} holds {info.file_size - header_bytes} bytes of "
+                f"data, but its header says {dtype} {shape}, which needs "
+                f"{want - header_bytes}: the file is truncated or corrupt; expected {expected}"
+            )
     return shape, dtype
 
 
@@ -163,8 +218,14 @@ def _cached_member(
         return cached
     cache_dir.mkdir(parents=True, exist_ok=True)
     partial = cached.with_suffix(f".partial-{os.getpid()}")
-    with zf.open(info) as src, open(partial, "wb") as dst:
-        shutil.copyfileobj(src, dst, _COPY_CHUNK)
+    try:
+        with zf.open(info) as src, open(partial, "wb") as dst:
+            shutil.copyfileobj(src, dst, _COPY_CHUNK)
+    except (zipfile.BadZipFile, EOFError, zlib.error) as exc:  # e.g. "Bad CRC-32"
+        partial.unlink(missing_ok=True)
+        raise DatasetFileError(
+            f"{str(path)!r}: member {key!r} does not decompress ({exc}): the file is corrupt"
+        ) from None
     os.replace(partial, cached)  # atomic: a concurrent reader sees all of it or nothing
     return cached
 
@@ -182,6 +243,10 @@ def h5_dataset_info(path: Path, key: str, expected: str) -> tuple[tuple[int, ...
                 raise DatasetFileError(
                     f"{str(path)!r} has no dataset {key!r} (it has {sorted(f.keys())}); "
                     f"expected {expected}"
+                )
+            if not isinstance(f[key], h5py.Dataset):
+                raise DatasetFileError(
+                    f"{str(path)!r}: {key!r} is an HDF5 group, not a dataset; expected {expected}"
                 )
             return tuple(f[key].shape), f[key].dtype
     except OSError as exc:

@@ -195,20 +195,54 @@ class Split:
 
     def check_nonempty(self) -> None:
         """Raise :class:`SelectorError`, naming the field, for a role that selects nothing,
-        or for a ``heldout`` set that shares combinations with the encoder set."""
+        for a ``heldout`` set that shares combinations with the encoder set, or for an OOD
+        scenario whose probe-train and probe-test sets share a combination.
+
+        A scenario is OOD when it names ``ood_factors`` and fits and tests its probes in the
+        same domain: its test set must then be disjoint from its train set, else the probes
+        are scored on points they were fitted on and the "OOD" number measures in-distribution
+        error. (Dittadi's OOD2-B fits on ``sim`` and tests the same set in ``real``: allowed.)
+        """
         for role in self._roles:
             self._acceptance_rate(role)
         if "heldout" in self._roles:
-            probe = self.sample("heldout", 5_000, 0)
-            inside = self._accept(self._roles["encoder"], probe)
-            if inside.any():
-                combo = dict(
-                    zip(self.dataset.factors.names, probe[inside][0].tolist(), strict=True)
-                )
+            combo = self._shared("heldout", "encoder")
+            if combo is not None:
                 raise SelectorError(
                     f"{self._roles['heldout'].where}: overlaps the encoder set (e.g. {combo}); "
                     "held-out combinations must never be seen in training"
                 )
+        for name, scn in self._scenarios.items():
+            fit_domain, test_domain = scn.probe_domains
+            if not scn.ood_factors or fit_domain != test_domain:
+                continue
+            combo = self._shared(f"{name}/test", f"{name}/train")
+            if combo is not None:
+                raise SelectorError(
+                    f"{self._roles[f'{name}/test'].where}: overlaps the scenario's train set "
+                    f"(e.g. {combo}), but the scenario is OOD in {list(scn.ood_factors)}: an "
+                    "OOD test set must hold no combination the probes are fitted on (or drop "
+                    "ood_factors for an in-distribution scenario)"
+                )
+
+    def _shared(self, role: str, other: str) -> dict[str, int] | None:
+        """A (feasible) combination in both roles' sets, or None.
+
+        Draws inside the bounding box of the intersection: an empty box proves the sets
+        disjoint, and for sets that are boxes (intersections of per-factor conditions) every
+        draw is in both, so an overlap is found however small it is.
+        """
+        a, b = self._role(role), self._role(other)
+        both = _Role.build(
+            {"all": [a.selector or {}, b.selector or {}]}, self.dataset.factors, a.where
+        )
+        if (both.counts == 0).any():
+            return None
+        probe = both.draw_in_box(_ESTIMATE_DRAWS, np.random.default_rng(0))
+        inside = probe[self._accept(both, probe)]
+        if not len(inside):
+            return None
+        return dict(zip(self.dataset.factors.names, inside[0].tolist(), strict=True))
 
     def __repr__(self) -> str:
         return f"Split({self.name!r}, dataset={self.dataset.name!r}, roles={self.roles})"

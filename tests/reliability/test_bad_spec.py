@@ -1,0 +1,314 @@
+"""Bad study specs: each is refused before anything starts, naming file, field and what is
+allowed. tests/test_spec.py covers the common cases; these are the ones it does not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from raystudy.cli import app
+from raystudy.spec import MAX_DEPTH, MAX_TRIALS, SpecError, load_spec
+
+# A custom split on colour-dSprites (hue has 12 values, pos_x 32): its sets are selectors.
+SPLIT = "split: {{encoder: {encoder}, scenarios: {{s: {{train: {train}, test: {test}{extra}}}}}}}"
+
+
+def custom_split(
+    encoder: str = "{hue: [0, 2, 3, 5, 6, 8, 9, 11]}",
+    train: str = "{hue: [0, 2]}",
+    test: str = "{hue: [1, 4]}",
+    extra: str = "",
+) -> str:
+    return "dataset: {name: color_dsprites}\n" + SPLIT.format(
+        encoder=encoder, train=train, test=test, extra=extra
+    )
+
+
+def spec_error(tmp_path: Path, text: str, field: str = "", words: tuple[str, ...] = ()) -> str:
+    """The SpecError message of `text` (given a name if it has none), which must name the
+    file, then `field` (when given), and contain every one of `words`."""
+    path = tmp_path / "study.yaml"
+    path.write_text(text if text.startswith("name:") else "name: s\n" + text)
+    with pytest.raises(SpecError) as info:
+        load_spec(path)
+    message = str(info.value)
+    assert f"{path}: {field}{': ' if field else ''}" in message, message
+    for word in words:
+        assert word in message, message
+    return message
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "words"),
+    [
+        # unknown keys, below the top level, say what is allowed
+        ("train: {stesp: 1}\n", "train.stesp", ["allowed: batch_size", "did you mean 'steps'"]),
+        (
+            "execution: {max_failure: 2}\n",
+            "execution.max_failure",
+            ["did you mean 'max_failures'"],
+        ),
+        ("search: {metod: grid}\n", "search.metod", ["did you mean 'method'"]),
+        (
+            "search: {method: random, space: {model: {beta: {uniform: [1, 2]}}}, "
+            "asha: {grace_periods: 1}}\n",
+            "search.asha.grace_periods",
+            ["did you mean 'grace_period'"],
+        ),
+        # wrong types
+        ("evaluation: {metrics: dci}\n", "evaluation.metrics", ["valid list", "'dci'"]),
+        ("model: {latent_dim: 3.5}\n", "model.latent_dim", ["integer", "3.5"]),
+        ("model: {k: true}\n", "model.k", ["integer"]),
+        ("train: {lr: fast}\n", "train.lr", ["number", "fast"]),
+        ("resources: 2\n", "resources", ["dictionary"]),
+        ("grid: {seed: '0,1'}\n", "grid point 0 (seed=0,1) -> seed", ["integer"]),
+        ("1: one\n", "1", ["Keys should be strings"]),
+        # unknown names, with the allowed ones and a suggestion
+        ("model: {architecture: convv}\n", "model.architecture", ["allowed:", "'conv'"]),
+        ("dataset: {name: dsprite}\n", "dataset.name", ["did you mean 'dsprites'"]),
+        ("model: {kl_mode: symmetric}\n", "model.kl_mode", ["'kl' or 'symmetric_kl'"]),
+        ("search: {method: bayes}\n", "search.method", ["'grid', 'random' or 'optuna'"]),
+        (
+            "grid: {model: [{objective: betavae}]}\n",
+            "grid point 0 (model.objective=betavae) -> model.objective",
+            ["did you mean 'beta_vae'"],
+        ),
+        (
+            "grid: {split: [iid, dittadi_hue]}\n",
+            "grid point 1 (split=dittadi_hue) -> split",
+            ["did you mean 'dittadi_hues'"],
+        ),
+        # grids and searches that hold no trial
+        ("grid: {model: {beta: []}}\n", "grid", ["no trial"]),
+        ("grid: {model: [{objective: beta_vae, beta: []}]}\n", "grid", ["no trial"]),
+        ("search: {method: random}\n", "search", ["space", "empty"]),
+        # resources
+        ("resources: {cpu: -1}\n", "resources.cpu", ["greater than 0", "-1"]),
+        ("resources: {cpu: two}\n", "resources.cpu", ["number", "two"]),
+        ("resources: {gpu: -0.5}\n", "resources.gpu", ["greater than or equal to 0"]),
+        (
+            "execution: {max_concurrent_trials: 0}\n",
+            "execution.max_concurrent_trials",
+            ["greater than or equal to 1"],
+        ),
+        # a block that only a validator of the whole block can judge
+        (
+            "train: {report_every: 2, checkpoint_every: 3}\n",
+            "train",
+            ["checkpoint_every (3) must be a multiple of report_every (2)"],
+        ),
+        (
+            "grid: {}\nsearch: {method: random, space: {model: {beta: {uniform: [1]}}}}\n",
+            "search.space.model.beta.uniform",
+            ["needs [low, high]"],
+        ),
+    ],
+)
+def test_field_errors_name_the_file_the_field_and_what_is_allowed(
+    tmp_path: Path, text: str, field: str, words: list[str]
+) -> None:
+    message = spec_error(tmp_path, text, field, tuple(words))
+    # A model validator's input is the whole block: noise, left out of the message.
+    assert "(got {" not in message, message
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("name: s\ntrain: {steps: 1}\ntrain: {lr: 0.1}\n", ["duplicate key 'train'", "line 2"]),
+        ("name: s\nmodel: {beta: 1, beta: 2}\n", ["duplicate key 'beta'"]),
+        ("name: s\n\ttrain: {}\n", ["not valid YAML", "'\\t'"]),
+        ("name: 's\n", ["not valid YAML", "quoted scalar"]),
+        ("name: s\n" + "x: " + "[" * 200 + "]" * 200 + "\n", ["nested too deeply"]),
+        ("name: s\ngrid: {seed: &s [1, *s]}\n", ["grid.seed[1]", "nested too deeply"]),
+        (
+            "name: s\na: &a [x, x, x, x, x, x, x, x, x, x]\n"
+            + "".join(
+                f"{b}: &{b} [{', '.join([f'*{a}'] * 10)}]\n"
+                for a, b in zip("abcd", "bcde", strict=True)
+            ),
+            ["more than 100000 values"],
+        ),
+    ],
+)
+def test_malformed_yaml_is_a_spec_error(tmp_path: Path, text: str, words: list[str]) -> None:
+    spec_error(tmp_path, text, words=tuple(words))
+
+
+def test_yaml_merge_keys_still_override(tmp_path: Path) -> None:
+    # `<<: {...}` then a key of its own is how YAML overrides: not a duplicate key.
+    path = tmp_path / "merge.yaml"
+    path.write_text("name: s\ntrain:\n  <<: {steps: 5, lr: 0.01}\n  steps: 7\n")
+    spec = load_spec(path)
+    assert spec.train.steps == 7 and spec.train.lr == 0.01
+
+
+def test_a_file_that_is_not_utf8_text_is_a_spec_error(tmp_path: Path) -> None:
+    path = tmp_path / "binary.yaml"
+    path.write_bytes(b"name: s\n\xff\xfe\x00garbage")
+    with pytest.raises(SpecError, match=rf"{path}: cannot read the file as UTF-8 text"):
+        load_spec(path)
+
+
+def test_deep_specs_are_refused_before_anything_recurses(tmp_path: Path) -> None:
+    selector = "{not: " * MAX_DEPTH + "{}" + "}" * MAX_DEPTH
+    message = spec_error(tmp_path, f"dataset: {{name: dsprites}}\nsplit: {{encoder: {selector}}}\n")
+    assert "split.encoder.not.not" in message and "nested too deeply" in message
+
+
+def test_too_many_trials_is_refused_without_expanding_the_grid(tmp_path: Path) -> None:
+    axis = "[" + ", ".join(str(i) for i in range(100)) + "]"
+    text = f"grid: {{seed: {axis}, model: {{beta: {axis}, latent_dim: {axis}}}}}\n"
+    message = spec_error(tmp_path, text)  # 10^6 points: refused at once, not enumerated
+    assert "grid: 1000000 trials" in message and str(MAX_TRIALS) in message
+    message = spec_error(
+        tmp_path,
+        "search: {method: random, num_samples: 200000, space: {seed: {int: [0, 9]}}}\n",
+    )
+    assert "search.num_samples: 200000 trials" in message
+
+
+# --- datasets and splits: checked before Ray starts, by building them once -------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "words"),
+    [
+        (
+            "dataset: {name: dsprites}\nsplit: dittadi_hues\n",
+            "split",
+            ["needs factor 'hue'", "datasets with 'hue': color_dsprites, finger"],
+        ),
+        (
+            "dataset: {name: color_dsprites}\nsplit: montero_range\n",
+            "split",
+            ["defined on the grids of dsprites, shapes3d"],
+        ),
+        (
+            "dataset: {name: dsprites, options: {resolutoin: 32}}\nsplit: iid\n",
+            "dataset.options.resolutoin",
+            ["unknown option", "did you mean 'resolution'"],
+        ),
+        (
+            "dataset: {name: dsprites, options: {resolution: large}}\nsplit: iid\n",
+            "dataset.options.resolution",
+            ["must be an integer, got 'large'"],
+        ),
+        (
+            "dataset: {name: dsprites, options: {resolution: 4}}\nsplit: iid\n",
+            "dataset.options",
+            ["resolution must be >= 8"],
+        ),
+        (
+            "dataset: {name: mpi3d_file}\nsplit: iid\n",
+            "dataset.options.path",
+            ["needs option(s) path", "options: {path: ...}"],
+        ),
+        (
+            "dataset: {name: dsprites_file, options: {path: /nonexistent/d.npz}}\nsplit: iid\n",
+            "dataset.options.path",
+            ["'/nonexistent/d.npz' not found", "expected the dSprites .npz"],
+        ),
+        # custom splits: selectors naming unknown factors, indices out of range, nothing
+        (
+            custom_split(train="{hues: [0]}"),
+            "split.scenarios.s.train.hues",
+            ["unknown factor 'hues'", "did you mean 'hue'"],
+        ),
+        (
+            custom_split(test="{hue: [4, 12]}"),
+            "split.scenarios.s.test.hue[1]",
+            ["index 12 is out of range for factor 'hue' (allowed 0..11)"],
+        ),
+        (
+            custom_split(encoder="{all: [{hue: [0]}, {hue: [1]}]}"),
+            "split.encoder",
+            ["selects nothing"],
+        ),
+        (
+            custom_split(test="{pos_x: {ge: 20, le: 10}}"),
+            "split.scenarios.s.test",
+            ["selects nothing", "pos_x"],
+        ),
+        (
+            custom_split(extra=", ood_factors: [hue], domain: photo"),
+            "split.scenarios.s.domain",
+            ["'photo'", "allowed: sim, real"],
+        ),
+        (
+            custom_split(extra=", oodfactors: [hue]"),
+            "split.scenarios.s",
+            ["unknown field 'oodfactors'", "did you mean 'ood_factors'"],
+        ),
+        # an OOD scenario whose probe-test set shares combinations with its probe-train set
+        (
+            custom_split(train="{hue: [0, 2]}", test="{hue: [2, 4]}", extra=", ood_factors: [hue]"),
+            "split.scenarios.s.test",
+            ["overlaps the scenario's train set", "'hue': 2", "OOD in ['hue']"],
+        ),
+        (
+            custom_split(
+                train="{pos_x: {le: 15}}", test="{random: {p: 0.5}}", extra=", ood_factors: [pos_x]"
+            ),
+            "split.scenarios.s.test",
+            ["overlaps the scenario's train set"],
+        ),
+        (
+            custom_split().replace("encoder:", "heldout: {hue: [0, 1]}, encoder:"),
+            "split.heldout",
+            ["overlaps the encoder set", "'hue': 0"],
+        ),
+    ],
+)
+def test_dataset_and_split_errors_are_found_before_any_trial(
+    tmp_path: Path, text: str, field: str, words: list[str]
+) -> None:
+    spec_error(tmp_path, text, field, tuple(words))
+
+
+def test_ood_scenarios_that_are_disjoint_or_shift_the_domain_are_accepted(tmp_path: Path) -> None:
+    path = tmp_path / "ok.yaml"
+    disjoint = custom_split(
+        train="{hue: [0, 2]}", test="{hue: [1, 4]}", extra=", ood_factors: [hue]"
+    )
+    path.write_text("name: s\n" + disjoint)
+    assert load_spec(path).split["scenarios"]["s"]["ood_factors"] == ["hue"]
+    # The same set fitted on sim and tested on real is a domain shift (Dittadi's OOD2-B).
+    shift = ", ood_factors: [hue], train_domain: sim, domain: real"
+    path.write_text("name: s\n" + custom_split(train="{hue: [0]}", test="{hue: [0]}", extra=shift))
+    assert load_spec(path).split["scenarios"]["s"]["domain"] == "real"
+
+
+def test_a_problem_only_one_grid_point_has_is_reported_at_that_point(tmp_path: Path) -> None:
+    text = (
+        "dataset: {name: color_dsprites}\nsplit: dittadi_hues\n"
+        "grid: {dataset: [{name: color_dsprites}, {name: shapes3d}], seed: [0, 1]}\n"
+    )
+    message = spec_error(tmp_path, text)
+    assert "grid point 2 (dataset.name=shapes3d, seed=0) -> split: " in message, message
+    assert "needs factor 'hue'" in message
+    assert message.count("needs factor 'hue'") == 1  # once, not once per seed
+
+
+# --- nothing starts: the command line stops before Ray and before the study folder ------------
+
+
+@pytest.mark.parametrize("command", ["run", "optimize", "plan"])
+def test_cli_refuses_a_bad_dataset_before_ray_or_the_study_folder(
+    tmp_path: Path, command: str
+) -> None:
+    import ray
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(custom_split(test="{hue: [40]}").join(["name: bad\n", "\n"]))
+    args = [command, str(bad), "--output", str(tmp_path / "out")]
+    if command == "plan":
+        args = [command, str(bad), "--no-calibrate"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert f"{bad}: split.scenarios.s.test.hue[0]: index 40 is out of range" in result.output
+    assert "Study 'bad'" not in result.output  # the line printed once a study starts
+    assert not (tmp_path / "out").exists()
+    assert not ray.is_initialized()

@@ -1,0 +1,412 @@
+"""Security: servers on loopback, nothing unpickled or YAML-constructed from files a user is
+handed, an HTML report that shows hostile strings as text, and no credentials in the cluster
+configs. Each check runs the real thing where that is cheap, and reads the code where the
+rule is "every call site" (a behaviour test would see only the sites it happens to reach)."""
+
+from __future__ import annotations
+
+import ast
+import functools
+import html
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from raystudy.analysis.synthetic import planted_results
+from raystudy.cli import app
+from raystudy.data import get_dataset
+from raystudy.data.file_arrays import DatasetFileError
+from raystudy.spec import SpecError, load_spec
+from raystudy.study import StudyInfo
+from raystudy.tracking import StudyTracker, TrialRun, default_uri
+
+ROOT = Path(__file__).resolve().parents[2]
+SOURCES = sorted((ROOT / "raystudy").rglob("*.py")) + sorted((ROOT / "bench").glob("*.py"))
+CLUSTER_FILES = [ROOT / "cluster.yaml", ROOT / "tests" / "clusters" / "onprem.yaml"]
+LOOPBACK = {"127.0.0.1", "::1"}
+
+
+# --- which sockets a process tree listens on (procfs: no tool needed) -------------------------
+
+
+def _group(pgid: int) -> set[int]:
+    pids = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[2]) == pgid:  # fields: state ppid pgrp
+                pids.add(int(entry))
+    return pids
+
+
+def _address(hex_addr: str) -> str:
+    raw = bytes.fromhex(hex_addr)
+    if len(raw) == 4:
+        return socket.inet_ntop(socket.AF_INET, raw[::-1])
+    words = b"".join(raw[i : i + 4][::-1] for i in range(0, 16, 4))  # four little-endian words
+    return socket.inet_ntop(socket.AF_INET6, words)
+
+
+def listening(pids: set[int]) -> set[tuple[str, int]]:
+    """(address, port) of every TCP socket in LISTEN state owned by one of `pids`."""
+    inodes = set()
+    for pid in pids:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if target.startswith("socket:["):
+                inodes.add(target[len("socket:[") : -1])
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            cols = line.split()
+            if cols[3] == "0A" and cols[9] in inodes:  # 0A: LISTEN
+                addr, port = cols[1].split(":")
+                found.add((_address(addr), int(port, 16)))
+    return found
+
+
+def _study(tmp_path: Path, name: str) -> StudyInfo:
+    study_dir = tmp_path / name
+    study_dir.mkdir()
+    uri = default_uri(study_dir)
+    tracker = StudyTracker.start(uri, name, study_dir / "mlartifacts", tags={})
+    info = StudyInfo(name, study_dir, uri, tracker.experiment_id, tracker.parent_run_id, 0)
+    info.write()
+    return info
+
+
+# --- servers --------------------------------------------------------------------------------
+
+
+def test_raystudy_ui_listens_on_loopback_only(tmp_path: Path) -> None:
+    _study(tmp_path, "s")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    command = [sys.executable, "-m", "raystudy.cli", "ui", "s", "-o", str(tmp_path)]
+    proc = subprocess.Popen(
+        [*command, "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # the UI starts workers: stop the whole group
+    )
+    try:
+        deadline, sockets = time.monotonic() + 90, set()
+        while time.monotonic() < deadline and port not in {p for _, p in sockets}:
+            time.sleep(0.5)
+            assert proc.poll() is None, "raystudy ui exited"
+            sockets = listening(_group(proc.pid))
+        assert port in {p for _, p in sockets}, "the UI never listened on its port"
+        time.sleep(1.0)  # workers that bind late would show up now
+        sockets = listening(_group(proc.pid))
+        assert {a for a, _ in sockets} <= LOOPBACK, sockets
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+
+
+@functools.cache
+def _nodes(path: Path) -> list[ast.AST]:
+    return list(ast.walk(ast.parse(path.read_text())))
+
+
+def _calls(path: Path, module: str, name: str) -> list[ast.Call]:
+    """Calls of `module.name(...)` in a source file."""
+    return [
+        node
+        for node in _nodes(path)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == name
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == module
+    ]
+
+
+def _keywords(call: ast.Call) -> dict[str, object]:
+    return {
+        k.arg: ast.literal_eval(k.value) if isinstance(k.value, ast.Constant) else k.value
+        for k in call.keywords
+    }
+
+
+def test_a_local_ray_starts_without_its_dashboard() -> None:
+    # Every ray.init either joins a cluster someone else started (`address=`) or starts a
+    # local one with the dashboard off: no HTTP server on this machine's ports.
+    calls = [(p, c) for p in SOURCES for c in _calls(p, "ray", "init")]
+    assert calls, "no ray.init found: did the code move?"
+    for path, call in calls:
+        kw = _keywords(call)
+        assert "address" in kw or kw.get("include_dashboard") is False, (
+            f"{path.relative_to(ROOT)}:{call.lineno}: ray.init without include_dashboard=False"
+        )
+        assert "dashboard_host" not in kw, f"{path.relative_to(ROOT)}:{call.lineno}"
+
+
+@pytest.mark.heavy  # starts Ray (~10 s on 2 busy cores); the AST test above is the fast guard
+def test_the_local_ray_of_a_study_serves_no_http_and_needs_a_token() -> None:
+    script = textwrap.dedent(
+        """
+        import os, json
+        from raystudy.study import connect
+        connect(None)
+        print(json.dumps({"pid": os.getpid(), "auth": os.environ.get("RAY_AUTH_MODE")}))
+        import sys; sys.stdout.flush(); sys.stdin.read()  # keep Ray up until told
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if k != "RAY_AUTH_MODE"}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
+    try:
+        info = json.loads(proc.stdout.readline())
+        assert info["auth"] == "token"  # Ray's gRPC ports refuse callers without the token
+        ports = {p for _, p in listening(_group(proc.pid))}
+        assert not ports & {8265, 52365}, ports  # the dashboard's and its agent's HTTP ports
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=60)
+
+
+def _server_commands(text: str) -> list[str]:
+    return [
+        line
+        for line in text.splitlines()
+        if re.search(r"mlflow (server|ui)\s+--|ray start --head|ray dashboard \S", line)
+    ]
+
+
+@pytest.mark.parametrize("path", [ROOT / "README.md", *CLUSTER_FILES], ids=lambda p: p.name)
+def test_documented_servers_bind_loopback_or_an_explicit_private_host(path: Path) -> None:
+    text = path.read_text()
+    assert not re.search(r"0\.0\.0\.0|--host[= ]+(::|\[::\])(\s|$)", text), (
+        f"{path.name} binds a server to every interface"
+    )
+    for line in _server_commands(text):
+        if "ray start --head" in line:
+            assert "--dashboard-host=127.0.0.1" in line, line
+        if re.search(r"mlflow (server|ui)", line):
+            host = re.search(r"--host[= ](\$\([^)]*\)|\S+)", line)
+            assert host, f"{path.name}: an MLflow server without an explicit --host: {line}"
+            # loopback, or the head's private address that the workers must reach
+            assert host.group(1) in ("127.0.0.1", "$(hostname -I | cut -d' ' -f1)"), line
+
+
+def test_the_readme_says_how_to_reach_a_cluster_ui_through_ssh() -> None:
+    readme = (ROOT / "README.md").read_text()
+    assert "ray dashboard cluster.yaml" in readme  # Ray's own SSH tunnel to 8265
+    assert re.search(r"ssh .*-L 5000:<head private IP>:5000", readme)  # the MLflow UI
+
+
+# --- cluster credentials --------------------------------------------------------------------
+
+SECRET_KEY = re.compile(r"secret|password|passwd|token|credential|access_key|private_key", re.I)
+SECRET_VALUE = re.compile(
+    r"AKIA[0-9A-Z]{16}|ASIA[0-9A-Z]{16}|-----BEGIN [A-Z ]*PRIVATE KEY-----|"
+    r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+])"  # the shape of an AWS secret key
+)
+
+
+def _walk(node: object, path: str = ""):
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield f"{path}.{key}" if path else str(key), key, value
+            yield from _walk(value, f"{path}.{key}" if path else str(key))
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield f"{path}[{i}]", None, value
+            yield from _walk(value, f"{path}[{i}]")
+
+
+@pytest.mark.parametrize("path", CLUSTER_FILES, ids=lambda p: p.name)
+def test_cluster_configs_hold_no_credentials_and_open_no_ports(path: Path) -> None:
+    config = yaml.safe_load(path.read_text())
+    for where, key, value in _walk(config):
+        assert key is None or not SECRET_KEY.search(str(key)), f"{path.name}: {where}"
+        if isinstance(value, str):
+            assert not SECRET_VALUE.search(value), f"{path.name}: {where} looks like a secret"
+    assert set(config["auth"]) == {"ssh_user"}  # keys come from the SSH agent / ~/.ssh
+    # No security-group rules of our own: Ray's default group admits SSH only.
+    assert "0.0.0.0/0" not in path.read_text() and "IpPermissions" not in path.read_text()
+    readme = (ROOT / "README.md").read_text()
+    assert "holds no credentials" in readme and "~/.aws" in readme and "AWS_PROFILE" in readme
+
+
+# --- nothing from a file runs code: checkpoints, YAML, dataset files --------------------------
+
+
+def test_every_torch_load_is_weights_only() -> None:
+    calls = [(p, c) for p in SOURCES for c in _calls(p, "torch", "load")]
+    assert calls, "no torch.load found: did the code move?"
+    for path, call in calls:
+        assert _keywords(call).get("weights_only") is True, (
+            f"{path.relative_to(ROOT)}:{call.lineno}: torch.load without weights_only=True"
+        )
+
+
+def test_yaml_is_only_ever_loaded_safely() -> None:
+    for path in SOURCES:
+        for name in ("unsafe_load", "full_load", "load_all", "unsafe_load_all", "full_load_all"):
+            assert not _calls(path, "yaml", name), f"{path.relative_to(ROOT)}: yaml.{name}"
+        module = None
+        for call in _calls(path, "yaml", "load"):
+            # yaml.load only with a loader derived from SafeLoader (the spec's, which also
+            # refuses duplicate keys); resolved by importing the module that names it.
+            loader = _keywords(call).get("Loader")
+            assert isinstance(loader, ast.Name), f"{path.relative_to(ROOT)}:{call.lineno}"
+            if module is None:
+                rel = path.relative_to(ROOT).with_suffix("")
+                module = __import__(".".join(rel.parts), fromlist=["_"])
+            assert issubclass(getattr(module, loader.id), yaml.SafeLoader), loader.id
+
+
+def test_no_pickle_or_eval_on_data() -> None:
+    for path in SOURCES:
+        rel = path.relative_to(ROOT)
+        for call in _calls(path, "np", "load"):
+            assert _keywords(call).get("allow_pickle", False) is False, f"{rel}:{call.lineno}"
+        for name in ("load", "loads"):
+            assert not _calls(path, "pickle", name), f"{rel}: pickle.{name}"
+        for node in _nodes(path):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                assert node.func.id not in ("eval", "exec"), f"{rel}:{node.lineno}"
+
+
+PYTHON_TAG = "!!python/object/apply:os.mkdir [{marker}]"
+
+
+def test_a_spec_with_python_tags_is_refused_without_running_them(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    spec = tmp_path / "evil.yaml"
+    spec.write_text(f"name: s\nseed: {PYTHON_TAG.format(marker=marker)}\n")
+    with pytest.raises(SpecError, match=rf"{spec}: not valid YAML: could not determine"):
+        load_spec(spec)
+    ok = tmp_path / "ok.yaml"
+    ok.write_text("name: s\n")
+    with pytest.raises(SpecError, match=r"--set seed: value is not valid YAML"):
+        load_spec(ok, [f"seed={PYTHON_TAG.format(marker=marker)}"])
+    result = CliRunner().invoke(
+        app, ["datasets", "show", "dsprites", "-O", f"real_seed={PYTHON_TAG.format(marker=marker)}"]
+    )
+    assert result.exit_code != 0
+    assert not marker.exists(), "a YAML tag ran code"
+
+
+class _Mkdir:
+    """Unpickles as os.mkdir(path): what a crafted dataset file could do instead."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = str(path)
+
+    def __reduce__(self):
+        return (os.mkdir, (self.path,))
+
+
+def test_a_dsprites_file_whose_metadata_runs_code_is_refused(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    n = 16
+    classes = np.zeros((n, 6), np.int64)
+    classes[:, 5] = np.arange(n)  # distinct pos_y: n distinct combinations
+    path = tmp_path / "dsprites.npz"
+    np.savez(
+        path,
+        imgs=np.zeros((n, 64, 64), np.uint8),
+        latents_classes=classes,
+        latents_values=classes / 1.0,
+        metadata=np.array({"latents_sizes": np.array([1, 3, 6, 40, 32, 32]), "x": _Mkdir(marker)}),
+    )
+    with pytest.raises(DatasetFileError, match=r"cannot unpickle 'metadata'.*refusing.*mkdir"):
+        get_dataset("dsprites_file", path=str(path))
+    assert not marker.exists(), "loading a dataset file ran code"
+    # The official kind of metadata (a dict of strings, tuples and arrays) still loads.
+    meta = {"latents_sizes": np.array([1, 3, 6, 40, 32, 32]), "latents_names": ("color",)}
+    np.savez(
+        path,
+        imgs=np.zeros((n, 64, 64), np.uint8),
+        latents_classes=classes,
+        latents_values=classes / 1.0,
+        metadata=np.array(meta),
+    )
+    assert get_dataset("dsprites_file", path=str(path)).factors.sizes == [3, 6, 40, 32, 32]
+
+
+# --- the HTML report shows hostile strings as text --------------------------------------------
+
+HOSTILE = '<script>alert("{}")</script><img src=x onerror=alert(1)>'
+
+
+def test_the_report_escapes_every_user_supplied_string(tmp_path: Path) -> None:
+    info = _study(tmp_path, "hostile")
+    # study.json names the study in the report (MLflow takes any experiment name, and a
+    # study.json can be edited by hand): a hostile one must be shown as text too.
+    data = json.loads((info.study_dir / "study.json").read_text())
+    (info.study_dir / "study.json").write_text(json.dumps({**data, "name": HOSTILE.format("name")}))
+    frame = planted_results(8, seed=0, failed=1)
+    metrics = [c for c in frame.columns if c.startswith("metrics.")]
+    for i, row in frame.iterrows():
+        failed = i == len(frame) - 1
+        tags = {"raystudy.study": HOSTILE.format("tag")}
+        run = TrialRun.open(
+            info.tracking_uri,
+            info.experiment_id,
+            trial_id=f"t{i}",
+            run_name=HOSTILE.format(f"run{i}"),
+            params={"model.objective": "beta_vae", "model.beta": HOSTILE.format(f"beta{i % 2}")},
+            tags=tags,
+            parent_run_id=info.parent_run_id,
+        )
+        values = {c.removeprefix("metrics."): row[c] for c in metrics if np.isfinite(row[c])}
+        run.log_metrics(values, step=0)
+        if failed:
+            run.set_tags({"raystudy.error": HOSTILE.format("error")})
+        run.finish("FAILED" if failed else "FINISHED")
+    (info.study_dir / "spec.yaml").write_text(f"# description: {HOSTILE.format('spec')}\nname: x\n")
+    result = CliRunner().invoke(
+        app,
+        [
+            "analyze",
+            "hostile",
+            "-o",
+            str(tmp_path),
+            "--by",
+            "model.beta",
+            "--bootstrap",
+            "20",
+            "--min-trials",
+            "3",
+            "--no-log",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    report = (info.study_dir / "analysis" / "report.html").read_text()
+    assert not re.search(r"<script|<img src=x", report, re.I)  # as tags: never
+    for label in ("name", "spec", "error", "run8", "beta0", "beta1"):
+        assert html.escape(HOSTILE.format(label)) in report, label
