@@ -6,10 +6,59 @@ Kingma & Welling (2014): q(z|x) = N(mu(x), diag(exp(logvar(x)))), p(x|z) = Berno
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import torch
 from torch import nn
 from torch.nn import functional as F
+
+
+class _NoiseTape:
+    """Pre-drawn standard normals that stand in for `torch.randn_like`, in order of use."""
+
+    def __init__(self, draws: list[torch.Tensor] | None) -> None:
+        self.draws = draws  # None: record the shapes asked for instead of replaying
+        self.shapes: list[tuple[int, ...]] = []
+        self.used = 0
+
+    def next_like(self, t: torch.Tensor) -> torch.Tensor:
+        if self.draws is None:
+            self.shapes.append(tuple(t.shape))
+            return torch.zeros_like(t)
+        if self.used >= len(self.draws):
+            raise RuntimeError(
+                f"the objective drew more posterior samples ({self.used + 1}) than were "
+                f"recorded for it ({len(self.draws)})"
+            )
+        eps = self.draws[self.used]
+        self.used += 1
+        return eps
+
+
+_tape: _NoiseTape | None = None
+
+
+@contextmanager
+def noise_tape(draws: list[torch.Tensor] | None) -> Iterator[_NoiseTape]:
+    """Inside, `standard_normal_like` replays `draws` in order (or, with None, records the
+    shapes it is asked for and returns zeros).
+
+    Several models trained as one (`raystudy.stacked`) cannot each draw from their own
+    random stream inside `torch.func.vmap`; the loop draws each model's posterior noise
+    outside, from that model's generator in the order a lone run would, and replays it here.
+    """
+    global _tape
+    previous, _tape = _tape, _NoiseTape(draws)
+    try:
+        yield _tape
+    finally:
+        _tape = previous
+
+
+def standard_normal_like(t: torch.Tensor) -> torch.Tensor:
+    """N(0, 1) noise shaped like `t`: from torch's generator, or the active `noise_tape`."""
+    return torch.randn_like(t) if _tape is None else _tape.next_like(t)
 
 
 def gaussian_kl(mu: torch.Tensor, logvar: torch.Tensor) -> torch.Tensor:
@@ -70,7 +119,7 @@ class VAE(nn.Module):
 
     @staticmethod
     def reparameterize(mu: torch.Tensor, logvar: torch.Tensor) -> torch.Tensor:
-        return mu + torch.randn_like(mu) * (0.5 * logvar).exp()
+        return mu + standard_normal_like(mu) * (0.5 * logvar).exp()
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         mu, logvar = self.encode(x)

@@ -76,6 +76,10 @@ class Objective(ABC):
     code_is_factor_sized: ClassVar[bool] = False
     #: The representation is the normalised ground-truth factors themselves (gt_decoder).
     code_is_ground_truth: ClassVar[bool] = False
+    #: Several models of this objective can train as one batched model (`raystudy.stacked`):
+    #: the loss depends only on the model and the batch, and draws randomness only through
+    #: `VAE.reparameterize`. False for objectives with their own networks (FactorVAE).
+    stackable: ClassVar[bool] = True
     #: The `ModelConfig` fields this objective reads (keyword arguments of its constructor).
     hyperparameters: ClassVar[tuple[str, ...]] = ()
 

@@ -81,6 +81,8 @@ def _frozen(module: nn.Module) -> Iterator[None]:
 @OBJECTIVES.register("factor_vae")
 class FactorVAE(Objective):
     hyperparameters: ClassVar[tuple[str, ...]] = ("gamma",)
+    #: The discriminator and its optimiser are per model, outside the batched parameters.
+    stackable: ClassVar[bool] = False
 
     def __init__(self, gamma: float = 10.0) -> None:
         self.gamma = float(gamma)

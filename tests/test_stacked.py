@@ -1,0 +1,266 @@
+"""seeds_per_trial: S models trained as one batched model equal S lone runs, per seed."""
+
+from __future__ import annotations
+
+import math
+
+import mlflow
+import numpy as np
+import pytest
+import torch
+import yaml
+
+from raystudy.data import get_dataset, get_split
+from raystudy.models import VAE, build
+from raystudy.spec import ModelConfig, SpecError, TrainConfig, load_spec
+from raystudy.stacked import train_stacked
+from raystudy.study import run_study
+from raystudy.train import TrainingDiverged, train
+from raystudy.trial import LocalReporter, TrialContext
+from raystudy.trial_stack import run_seed_stack
+from tests.tiny import LIGHT, SMOKE, tiny
+
+CPU = torch.device("cpu")
+SEEDS = [3, 11]
+
+
+@pytest.fixture(scope="module")
+def data():
+    dataset = get_dataset("color_dsprites")
+    return dataset, get_split("iid", dataset)
+
+
+def fresh(config: ModelConfig, dataset, seed: int):
+    torch.manual_seed(seed)  # as a trial builds its model: the seed fixes the initial weights
+    return build(config, dataset.channels, dataset.resolution, dataset.factors.num_factors)
+
+
+def max_difference(a: VAE, b: VAE) -> float:
+    return max(
+        (x - y).abs().max().item()
+        for x, y in zip(a.state_dict().values(), b.state_dict().values(), strict=True)
+    )
+
+
+# Parameters are compared absolutely. In "vmap" batching, grouped and single convolutions sum
+# in different orders (~1e-7 apart); where a gradient is itself at that noise level, Adam's
+# normalisation turns the noise into up to one step (lr = 1e-4) of difference: AdaGVAE's
+# shared-dimension averaging has many such elements. "loop" runs each model's own ops. The
+# loss histories must agree in every case.
+@pytest.mark.parametrize(
+    ("objective", "options", "train_options", "batching", "tolerance"),
+    [
+        ("beta_vae", {"beta": 4.0}, {"input_noise": True, "grad_clip": 1.0}, "loop", 1e-6),
+        ("beta_vae", {"beta": 4.0}, {"input_noise": True, "grad_clip": 1.0}, "vmap", 1e-5),
+        ("ada_gvae", {"k": "random"}, {"kl_warmup_steps": 3}, "loop", 1e-6),
+        ("ada_gvae", {"k": "random"}, {"kl_warmup_steps": 3}, "vmap", 1e-3),
+        ("beta_tcvae", {"beta": 6.0}, {}, "vmap", 1e-5),
+        ("gt_decoder", {}, {}, "vmap", 1e-5),
+    ],
+)
+def test_each_stacked_model_matches_its_lone_run(
+    data, objective, options, train_options, batching, tolerance
+):
+    dataset, split = data
+    model_config = ModelConfig(objective=objective, latent_dim=4, **options)
+    config = TrainConfig(steps=4, batch_size=8, report_every=2, **train_options)
+    lone = []
+    for seed in SEEDS:
+        model, obj = fresh(model_config, dataset, seed)
+        history = train(model, obj, dataset, split, config, seed=seed, device=CPU)
+        lone.append((model, history))
+    stacked = [fresh(model_config, dataset, seed)[0] for seed in SEEDS]
+    result = train_stacked(
+        stacked, obj, dataset, split, config, seeds=SEEDS, device=CPU, batching=batching
+    )
+    assert not result.diverged
+    for (model, history), other, other_history in zip(lone, stacked, result.histories, strict=True):
+        assert max_difference(model, other) < tolerance
+        assert [h["step"] for h in history] == [h["step"] for h in other_history] == [2.0, 4.0]
+        for row, other_row in zip(history, other_history, strict=True):
+            assert row.keys() == other_row.keys()
+            for key, value in row.items():
+                assert other_row[key] == pytest.approx(value, rel=1e-4, abs=1e-4)
+    # The seeds really differ: a stack of copies would pass the comparison above trivially.
+    assert max_difference(stacked[0], stacked[1]) > 1e-3
+
+
+def test_stacked_resume_ends_where_an_uninterrupted_stack_ends(data, tmp_path):
+    dataset, split = data
+    model_config = ModelConfig(objective="beta_vae", latent_dim=4)
+    config = TrainConfig(steps=6, batch_size=8, report_every=2, input_noise=True)
+    whole = [fresh(model_config, dataset, s)[0] for s in SEEDS]
+    objective = fresh(model_config, dataset, 0)[1]
+    expected = train_stacked(whole, objective, dataset, split, config, seeds=SEEDS, device=CPU)
+
+    states: dict[int, dict] = {}
+
+    def keep(step, rows, state, diverged):
+        if state is not None:
+            states[step] = state
+
+    first = [fresh(model_config, dataset, s)[0] for s in SEEDS]
+    short = config.model_copy(update={"steps": 2})
+    train_stacked(
+        first, objective, dataset, split, short, seeds=SEEDS, device=CPU, on_progress=keep
+    )
+    # Saved and loaded as a Tune checkpoint is: weights only.
+    state = states[2]
+    path = tmp_path / "state.pt"
+    torch.save(state, path)
+    state = torch.load(path, weights_only=True)
+    resumed = [fresh(model_config, dataset, 99)[0] for _ in SEEDS]  # weights come from state
+    result = train_stacked(
+        resumed, objective, dataset, split, config, seeds=SEEDS, device=CPU, resume_from=state
+    )
+    for a, b in zip(whole, resumed, strict=True):
+        assert max_difference(a, b) == 0.0
+    assert result.histories == expected.histories
+
+
+def test_a_diverging_seed_leaves_the_others_untouched(data):
+    dataset, split = data
+    model_config = ModelConfig(objective="beta_vae", latent_dim=4)
+    config = TrainConfig(steps=4, batch_size=8, report_every=2)
+    lone = []
+    for seed in SEEDS[1:]:
+        model, obj = fresh(model_config, dataset, seed)
+        train(model, obj, dataset, split, config, seed=seed, device=CPU)
+        lone.append(model)
+    stacked = [fresh(model_config, dataset, seed)[0] for seed in SEEDS]
+    with torch.no_grad():
+        stacked[0].encoder.mean.bias.fill_(math.inf)  # seed 3 diverges from its first step
+    seen: list[dict[int, tuple[int, float]]] = []
+    result = train_stacked(
+        stacked,
+        obj,
+        dataset,
+        split,
+        config,
+        seeds=SEEDS,
+        device=CPU,
+        on_progress=lambda step, rows, state, diverged: seen.append(dict(diverged)),
+    )
+    assert list(result.diverged) == [0] and result.diverged[0][0] == 2
+    assert not math.isfinite(result.diverged[0][1])
+    assert result.histories[0] == [] and len(result.histories[1]) == 2
+    assert seen[0] == result.diverged
+    for model, other in zip(lone, stacked[1:], strict=True):
+        assert max_difference(model, other) < 1e-4
+
+    everyone = [fresh(model_config, dataset, seed)[0] for seed in SEEDS]
+    with torch.no_grad():
+        for m in everyone:
+            m.encoder.mean.bias.fill_(math.inf)
+    with pytest.raises(TrainingDiverged, match="step 2"):
+        train_stacked(everyone, obj, dataset, split, config, seeds=SEEDS, device=CPU)
+
+
+def test_stacks_group_points_that_differ_only_in_seed(tmp_path):
+    spec = load_spec(
+        SMOKE,
+        [
+            "execution.seeds_per_trial=2",
+            "grid={model: {objective: beta_vae, beta: [1, 4]}, seed: [0, 1, 2]}",
+        ],
+    )
+    points = spec.points()
+    stacks = spec.stacks()
+    assert spec.num_trials() == 6 and spec.num_tune_trials() == 4
+    assert sorted(j for g in stacks for j in g) == list(range(6))
+    for group in stacks:
+        betas = {points[j]["model"]["beta"] for j in group}
+        assert len(betas) == 1 and len(group) <= 2
+    assert [len(g) for g in stacks] == [2, 1, 2, 1]
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("grid={model: {objective: factor_vae}, seed: [0, 1]}", "factor_vae"),
+        (
+            "search={method: optuna, metric: dis/mig, mode: max, space: {seed: {int: [0, 3]}}}",
+            "optuna",
+        ),
+    ],
+)
+def test_what_cannot_be_stacked_is_refused_before_anything_runs(override, message):
+    with pytest.raises(SpecError, match=r"execution\.seeds_per_trial") as err:
+        load_spec(SMOKE, ["execution.seeds_per_trial=2", "grid={}", override])
+    assert message in str(err.value) and str(SMOKE) in str(err.value)
+
+
+def test_a_stacked_study_logs_one_finished_run_per_seed(ray_local, tmp_path):
+    spec = load_spec(
+        SMOKE,
+        tiny(
+            "stacked",
+            LIGHT,
+            "execution.seeds_per_trial=2",
+            "grid={model: {objective: beta_vae, beta: [1, 4]}, seed: [0, 1]}",
+        ),
+    )
+    outcome = run_study(spec, output=tmp_path, verbose=0)
+    assert outcome.ok and outcome.info.num_trials == 2 and outcome.info.models == 4
+    client = mlflow.MlflowClient(outcome.info.tracking_uri)
+    runs = client.search_runs(
+        [outcome.info.experiment_id], "tags.`raystudy.role` = 'trial'", max_results=100
+    )
+    assert len(runs) == 4 and {r.info.status for r in runs} == {"FINISHED"}
+    seen = {(r.data.params["model.beta"], r.data.params["seed"]) for r in runs}
+    assert seen == {("1.0", "0"), ("1.0", "1"), ("4.0", "0"), ("4.0", "1")}
+    for run in runs:
+        assert run.data.params["seeds_per_trial"] == "2"
+        assert "dis/mig" in run.data.metrics
+        steps = [m.step for m in client.get_metric_history(run.info.run_id, "train/loss")]
+        assert sorted(steps) == [4, 8]
+    # Two seeds of one stack are two models, not one logged twice.
+    by_stack: dict[str, list] = {}
+    for run in runs:
+        by_stack.setdefault(run.data.tags["raystudy.stack"], []).append(run)
+    assert len(by_stack) == 2
+    for pair in by_stack.values():
+        assert pair[0].data.metrics["train/loss"] != pair[1].data.metrics["train/loss"]
+    saved = yaml.safe_load((outcome.info.study_dir / "spec.yaml").read_text())
+    assert saved["execution"]["seeds_per_trial"] == 2
+
+
+class StopAfter(LocalReporter):
+    """Keeps checkpoints like Tune and, once, dies at the report of `step` (a killed worker)."""
+
+    def __init__(self, step: int) -> None:
+        super().__init__()
+        self.stop_at: int | None = step
+
+    def report(self, metrics, state=None):
+        super().report(metrics, state)
+        if self.stop_at is not None and metrics.get("step") == self.stop_at:
+            self.stop_at = None
+            raise KeyboardInterrupt("killed")
+
+
+def test_an_interrupted_stacked_trial_resumes_the_same_runs(tmp_path):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = mlflow.MlflowClient(uri)
+    experiment = client.create_experiment("stack")
+    base = load_spec(SMOKE, tiny("stack", LIGHT, "train.report_every=2")).trials()[0]
+    configs = [base.model_copy(update={"seed": s}) for s in (0, 1)]
+    ctx = TrialContext(uri, experiment, None, "stack", "t0", "t0")
+    reporter = StopAfter(step=4)
+    with pytest.raises(KeyboardInterrupt):
+        run_seed_stack(configs, ctx, reporter, ["seed0", "seed1"])
+    runs = client.search_runs([experiment])
+    assert {r.info.status for r in runs} == {"KILLED"} and len(runs) == 2
+    final = run_seed_stack(configs, ctx, reporter, ["seed0", "seed1"])
+    runs = client.search_runs([experiment])
+    assert len(runs) == 2 and {r.info.status for r in runs} == {"FINISHED"}
+    for run in runs:
+        steps = [m.step for m in client.get_metric_history(run.info.run_id, "train/loss")]
+        assert sorted(steps) == [2, 4, 6, 8]  # resumed at 4: no step lost, none logged twice
+        assert "dis/mig" in run.data.metrics
+    assert final["dis/mig"] == pytest.approx(np.mean([r.data.metrics["dis/mig"] for r in runs]))
+    # Both seeds were finished: a third call reports them and evaluates nothing again.
+    before = [r.data.metrics for r in runs]
+    again = run_seed_stack(configs, ctx, LocalReporter(), ["seed0", "seed1"])
+    assert {k: again[k] for k in final} == pytest.approx(final)
+    assert [r.data.metrics for r in client.search_runs([experiment])] == before
