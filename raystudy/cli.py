@@ -39,6 +39,17 @@ def _report(outcome: Any, output: Path) -> None:
     typer.echo(f"Study {name!r} ended in {outcome.wall_s:.0f} s: {states}.")
     typer.echo(f"MLflow UI: raystudy ui {name} --output {output}")
     typer.echo(f"Analysis:  raystudy analyze {name} --output {output}")
+    if outcome.synced:
+        typer.echo(f"Logged {outcome.synced} finished trials to MLflow from Tune's storage.")
+    if outcome.tracking_error:
+        typer.secho(
+            f"MLflow is incomplete: {outcome.tracking_error}. Finished trials it lacks are in "
+            f"Tune's storage ({outcome.info.study_dir / 'tune'}): `raystudy analyze {name} "
+            f"--output {output} --from-tune` analyses them now, and `raystudy resume {name} "
+            f"--output {output}` logs them to MLflow once the store is back.",
+            fg=typer.colors.RED,
+            err=True,
+        )
     if not outcome.ok:
         done = outcome.states.get("TERMINATED", 0)
         typer.secho(
@@ -47,6 +58,8 @@ def _report(outcome: Any, output: Path) -> None:
             + (" --restart-errored" if outcome.states.get("ERROR") else ""),
             fg=typer.colors.YELLOW,
         )
+        raise typer.Exit(1)
+    if outcome.tracking_error:
         raise typer.Exit(1)
 
 
@@ -71,7 +84,15 @@ def _run(
             f"{' or '.join(methods)} searches"
         )
     n = study_spec.num_trials()
-    typer.echo(f"Study {study_spec.name!r}: {n} trials -> {(output / study_spec.name).resolve()}")
+    stacked = ""
+    if study_spec.execution.seeds_per_trial > 1:
+        stacked = (
+            f" in {study_spec.num_tune_trials()} Tune trials of up to "
+            f"{study_spec.execution.seeds_per_trial} seeds each"
+        )
+    typer.echo(
+        f"Study {study_spec.name!r}: {n} trials{stacked} -> {(output / study_spec.name).resolve()}"
+    )
     try:
         outcome = run_study(study_spec, output=output, address=address, overwrite=overwrite)
     except StudyError as exc:
@@ -132,7 +153,9 @@ def plan(
     except SpecError as exc:
         _fail(str(exc))
     result = make_plan(
-        study_spec, cpus if cpus is not None else float(os.cpu_count() or 1), gpus,
+        study_spec,
+        cpus if cpus is not None else float(os.cpu_count() or 1),
+        gpus,
         calibration_steps=steps if calibrate else None,
     )
     typer.echo(format_plan(result, study_spec.name))
@@ -164,12 +187,12 @@ def status(study: StudyArg, output: OutputOpt = Path("studies")) -> None:
     """Trial counts by state (Tune's view) and MLflow runs by status."""
     from raystudy.analysis.results import load_results
     from raystudy.study import StudyError, StudyInfo, study_status
+    from raystudy.tracking import TrackingUnreachable
 
     study_dir = (output / study).resolve()
     try:
         info = StudyInfo.read(study_dir)
         counts = study_status(study_dir)
-        runs = load_results(study_dir)
     except StudyError as exc:
         _fail(str(exc))
     typer.echo(f"Study {study!r} ({info.num_trials} trials) in {study_dir}")
@@ -177,6 +200,13 @@ def status(study: StudyArg, output: OutputOpt = Path("studies")) -> None:
     for state in ("TERMINATED", "RUNNING", "ERROR", "PENDING", "PAUSED"):
         if counts.get(state):
             typer.echo(f"  {names.get(state, state.lower()):8s} {counts[state]}")
+    try:
+        runs = load_results(study_dir)
+    except TrackingUnreachable as exc:  # Tune's counts above are still worth having
+        typer.secho(f"  MLflow runs unknown: {exc}", fg=typer.colors.YELLOW)
+        return
+    except StudyError as exc:
+        _fail(str(exc))
     if not runs.empty:
         by_status = runs["status"].value_counts().to_dict()
         typer.echo("  MLflow runs: " + ", ".join(f"{v} {k.lower()}" for k, v in by_status.items()))
@@ -235,18 +265,35 @@ def analyze(
     log: Annotated[
         bool, typer.Option(help="Log the files to the study's parent MLflow run.")
     ] = True,
+    from_tune: Annotated[
+        bool,
+        typer.Option(
+            "--from-tune",
+            help="Read the results from Tune's storage (<study>/tune/), not MLflow; logs nothing.",
+        ),
+    ] = False,
 ) -> None:
     """Correlations with bootstrap CIs, model selection, figures and an HTML report of a
     study, written to <output>/<study>/analysis/ and logged to its parent MLflow run."""
     from raystudy.analysis.pipeline import AnalysisError, Settings, analyze_study
     from raystudy.analysis.summary import format_summary
     from raystudy.study import StudyError
+    from raystudy.tracking import TrackingUnreachable
 
     settings = Settings(by=tuple(by or ()), n_boot=bootstrap, seed=seed, min_trials=min_trials)
     try:
-        result = analyze_study((output / study).resolve(), settings, log=log)
+        result = analyze_study(
+            (output / study).resolve(), settings, log=log and not from_tune, from_tune=from_tune
+        )
+    except TrackingUnreachable as exc:
+        _fail(
+            f"{exc}; `raystudy analyze {study} --output {output} --from-tune` reads the "
+            "results from Tune's storage instead"
+        )
     except (StudyError, AnalysisError) as exc:
         _fail(str(exc))
+    if from_tune:
+        typer.echo("Read from Tune's storage, not MLflow: no artifacts, nothing logged.")
     typer.echo(format_summary(result))
 
 

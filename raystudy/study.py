@@ -7,6 +7,8 @@ store (`mlflow.db`, `mlartifacts/`) unless the spec names another, the resolved 
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import functools
 import json
 import os
@@ -27,7 +29,7 @@ from ray.tune.search.optuna import OptunaSearch
 import raystudy
 from raystudy.search import define_by_run
 from raystudy.spec import StudySpec, TrialConfig, deep_merge, flatten, varying
-from raystudy.tracking import StudyTracker, default_uri
+from raystudy.tracking import StudyTracker, TrackingUnreachable, default_uri, sync_run
 from raystudy.trial import EVALUATED, TrialContext, run_trial
 
 STUDY_FILE = "study.json"
@@ -48,7 +50,14 @@ class StudyInfo:
     tracking_uri: str
     experiment_id: str
     parent_run_id: str
+    #: Tune trials (what `status` counts); with seeds_per_trial each trains several models.
     num_trials: int
+    #: Models, i.e. MLflow trial runs; None in studies written before it existed: num_trials.
+    num_models: int | None = None
+
+    @property
+    def models(self) -> int:
+        return self.num_trials if self.num_models is None else self.num_models
 
     def write(self) -> None:
         data = {**self.__dict__, "study_dir": str(self.study_dir)}
@@ -71,6 +80,11 @@ class StudyOutcome:
     info: StudyInfo
     states: dict[str, int]
     wall_s: float
+    #: Set when the tracking store could not be reached at the end: finished trials whose
+    #: runs it lacks are then only in Tune's storage (`raystudy resume` logs them).
+    tracking_error: str | None = None
+    #: Finished trials whose MLflow runs were completed from Tune's storage at the end.
+    synced: int = 0
 
     @property
     def ok(self) -> bool:
@@ -106,13 +120,16 @@ def _trainable(
     base: dict[str, Any],
     points: list[dict[str, Any]],
     context: dict[str, Any],
+    stacks: list[list[int]] | None = None,
+    labels: list[str] | None = None,
 ) -> None:
-    """One Tune trial: resolve its config (a fixed point or an Optuna draw) and run it."""
+    """One Tune trial: resolve its config (a fixed point, an Optuna draw, or a stack of
+    points that differ only in seed, `config["stack"]` indexing `stacks`) and run it."""
     import ray
     from ray import tune
 
-    override = points[config["point"]] if "point" in config else config["override"]
-    trial_config = TrialConfig.model_validate(deep_merge(base, override))
+    members = stacks[config["stack"]] if "stack" in config and stacks is not None else None
+    config_ = trial_config(base, points, config) if members is None else None
     gpu = context.pop("gpu", 0.0)
     if gpu and torch.cuda.is_available():
         # Ray shares a GPU between fractional trials but does not isolate their memory: cap
@@ -126,7 +143,22 @@ def _trainable(
         gpu_ids=",".join(str(g) for g in ray.get_gpu_ids()),
         **context,
     )
-    run_trial(trial_config, ctx, TuneReporter())
+    if config_ is not None:
+        run_trial(config_, ctx, TuneReporter())
+        return
+    from raystudy.trial_stack import run_seed_stack
+
+    assert members is not None and labels is not None
+    configs = [TrialConfig.model_validate(deep_merge(base, points[j])) for j in members]
+    run_seed_stack(configs, ctx, TuneReporter(), [labels[j] for j in members])
+
+
+def trial_config(
+    base: dict[str, Any], points: list[dict[str, Any]], config: dict[str, Any]
+) -> TrialConfig:
+    """The trial config of a Tune trial's `config`: a grid point by index, or an Optuna draw."""
+    override = points[config["point"]] if "point" in config else config["override"]
+    return TrialConfig.model_validate(deep_merge(base, override))
 
 
 def trial_labels(points: list[dict[str, Any]]) -> list[str]:
@@ -145,9 +177,19 @@ def trial_labels(points: list[dict[str, Any]]) -> list[str]:
     return labels
 
 
+def stack_labels(points: list[dict[str, Any]], stacks: list[list[int]]) -> list[str]:
+    """Names of stacked trials: the label of what the seeds share, then the seeds."""
+    shared = [{k: v for k, v in points[g[0]].items() if k != "seed"} for g in stacks]
+    return [
+        f"{label}_seeds={'-'.join(str(points[j].get('seed', '')) for j in g)}"[:100]
+        for label, g in zip(trial_labels(shared), stacks, strict=True)
+    ]
+
+
 def _trial_name(trial: Any, labels: list[str]) -> str:
-    if "point" in trial.config:
-        return labels[trial.config["point"]]
+    for key in ("point", "stack"):
+        if key in trial.config:
+            return labels[trial.config[key]]
     return f"optuna_{trial.trial_id}"
 
 
@@ -288,12 +330,16 @@ def _tuner(
 
     points = spec.points()
     searcher, scheduler, target = _searcher(spec, study_dir)
-    name_fn = functools.partial(_trial_name, labels=trial_labels(points))
+    if spec.execution.seeds_per_trial > 1:
+        labels, key = stack_labels(points, spec.stacks()), "stack"
+    else:
+        labels, key = trial_labels(points), "point"
+    name_fn = functools.partial(_trial_name, labels=labels)
     if spec.search.method == "optuna":
         param_space: dict[str, Any] = {}
         num_samples = spec.search.num_samples
     else:
-        param_space = {"point": tune.grid_search(list(range(len(points))))}
+        param_space = {key: tune.grid_search(list(range(len(labels))))}
         num_samples = 1
     return tune.Tuner(
         _make_trainable(spec, context, resources),
@@ -334,9 +380,17 @@ def _make_trainable(spec: StudySpec, context: dict[str, Any], resources: dict[st
             base=spec.base(),
             points=spec.points(),
             context={**context, "cpus": resources["cpu"], "gpu": resources["gpu"]},
+            **_stacking(spec),
         ),
         resources,
     )
+
+
+def _stacking(spec: StudySpec) -> dict[str, Any]:
+    """What a trainable needs to run stacks of seeds (nothing when seeds_per_trial is 1)."""
+    if spec.execution.seeds_per_trial == 1:
+        return {}
+    return {"stacks": spec.stacks(), "labels": trial_labels(spec.points())}
 
 
 def _states(grid: Any) -> dict[str, int]:
@@ -350,10 +404,16 @@ def _states(grid: Any) -> dict[str, int]:
     return dict(states)
 
 
-def load_study_spec(study_dir: Path) -> StudySpec:
-    from raystudy.spec import load_spec
+def load_study_spec(study_dir: Path, check_data: bool = False) -> StudySpec:
+    """The study's resolved spec. Reading results needs no dataset file, so the data are
+    checked only on request (`resume`, which runs trials); a spec that no longer validates
+    is a StudyError saying so."""
+    from raystudy.spec import SpecError, load_spec
 
-    return load_spec(study_dir / "spec.yaml")
+    try:
+        return load_spec(study_dir / "spec.yaml", check_data=check_data)
+    except SpecError as exc:
+        raise StudyError(f"{exc}\n(the study's spec.yaml no longer validates)") from None
 
 
 def run_study(
@@ -372,12 +432,21 @@ def run_study(
     )
     uri = spec.tracking.uri or default_uri(study_dir)
     version = _code_version()
-    tracker = StudyTracker.start(
-        uri, spec.name, study_dir / "mlartifacts", tags={"raystudy.version": version}
-    )
-    tracker.log_artifact(study_dir / "spec.yaml")
+    try:
+        tracker = StudyTracker.start(
+            uri, spec.name, study_dir / "mlartifacts", tags={"raystudy.version": version}
+        )
+        tracker.log_artifact(study_dir / "spec.yaml")
+    except TrackingUnreachable as exc:
+        raise StudyError(f"{exc}: start the server (or fix tracking.uri) and run again") from exc
     info = StudyInfo(
-        spec.name, study_dir, uri, tracker.experiment_id, tracker.parent_run_id, spec.num_trials()
+        spec.name,
+        study_dir,
+        uri,
+        tracker.experiment_id,
+        tracker.parent_run_id,
+        spec.num_tune_trials(),
+        spec.num_trials(),
     )
     info.write()
     try:
@@ -386,9 +455,15 @@ def run_study(
         tuner = _tuner(spec, study_dir, _context(info, version), resources, verbose)
         states = _states(tuner.fit())
     except BaseException:
-        tracker.finish("KILLED")
+        _mark_killed(tracker)
         raise
     return _finish(tracker, info, states, started)
+
+
+def _mark_killed(tracker: StudyTracker) -> None:
+    # The study's own error matters more than a parent run left RUNNING on a lost server.
+    with contextlib.suppress(TrackingUnreachable):
+        tracker.finish("KILLED")
 
 
 def _context(info: StudyInfo, version: str) -> dict[str, Any]:
@@ -404,12 +479,36 @@ def _context(info: StudyInfo, version: str) -> dict[str, Any]:
 def _finish(
     tracker: StudyTracker, info: StudyInfo, states: dict[str, int], started: float
 ) -> StudyOutcome:
-    outcome = StudyOutcome(info, states, time.monotonic() - started)
-    tracker.log_metrics(
-        {"study/trials_finished": states.get("TERMINATED", 0), "study/wall_s": outcome.wall_s}
-    )
-    tracker.finish("FINISHED" if outcome.ok else "FAILED")
-    return outcome
+    """Complete the MLflow record of the study; say so instead when its store is unreachable."""
+    wall_s = time.monotonic() - started
+    ok = StudyOutcome(info, states, wall_s).ok
+    try:
+        synced = sync_from_tune(tracker, info)
+        tracker.log_metrics(
+            {"study/trials_finished": states.get("TERMINATED", 0), "study/wall_s": wall_s}
+        )
+        tracker.finish("FINISHED" if ok else "FAILED")
+    except TrackingUnreachable as exc:
+        return StudyOutcome(info, states, wall_s, tracking_error=str(exc))
+    return StudyOutcome(info, states, wall_s, synced=synced)
+
+
+def sync_from_tune(tracker: StudyTracker, info: StudyInfo) -> int:
+    """Log to MLflow every finished trial whose run is missing or incomplete there (its
+    store was unreachable while it ran), from what Tune's storage recorded of it; returns
+    how many runs were completed. Runs that finished normally are not touched."""
+    from raystudy.analysis.tune_results import run_records
+
+    if not (info.study_dir / TUNE_DIR).is_dir():
+        return 0
+    # Runs are named like their trial's folder: finished ones are not even read from disk.
+    done = {name for name, status in tracker.trial_statuses().items() if status == "FINISHED"}
+    version = _code_version()
+    synced = 0
+    for record in run_records(info.study_dir, skip=done):
+        record = dataclasses.replace(record, tags={**record.tags, "raystudy.version": version})
+        synced += sync_run(info.tracking_uri, info.experiment_id, info.parent_run_id, record)
+    return synced
 
 
 def resume_study(
@@ -424,7 +523,7 @@ def resume_study(
 
     started = time.monotonic()
     info = StudyInfo.read(study_dir)
-    spec = load_study_spec(study_dir)
+    spec = load_study_spec(study_dir, check_data=True)
     tune_dir = study_dir / TUNE_DIR
     if not tune.Tuner.can_restore(str(tune_dir)):
         raise StudyError(
@@ -432,7 +531,13 @@ def resume_study(
             f"trial started); run it again with `raystudy run --overwrite`"
         )
     tracker = StudyTracker(info.tracking_uri, info.experiment_id, info.parent_run_id)
-    tracker.reopen()
+    try:
+        tracker.reopen()
+    except TrackingUnreachable as exc:
+        raise StudyError(
+            f"{exc}: start it and resume again; meanwhile `raystudy analyze {info.name} "
+            "--from-tune` reads the finished trials from Tune's storage"
+        ) from exc
     try:
         connect(address)
         resources = trial_resources(spec)
@@ -446,7 +551,7 @@ def resume_study(
         )
         states = _states(tuner.fit())
     except BaseException:
-        tracker.finish("KILLED")
+        _mark_killed(tracker)
         raise
     return _finish(tracker, info, states, started)
 

@@ -4,22 +4,34 @@ One experiment per study, one parent run for the study, one run per trial. Trial
 their own worker process with `MlflowClient` (not Ray's MLflow callback, which logs on the
 driver synchronously and splits restored trials into two runs), and find their run again by
 the `ray_trial_id` tag, so a retried or restored trial keeps a single run.
+
+A tracking server that stops answering does not stop a study: a trial whose writes cannot reach
+it goes on without them (`TrialRun.offline`), because every result also goes to Tune, whose
+storage the driver logs from when the study ends or resumes (`sync_run`).
 """
 
 from __future__ import annotations
 
+import random
+import re
+import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from mlflow.entities import Metric, Param, RunTag
+from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 TRIAL_ID_TAG = "ray_trial_id"
 ROLE_TAG = "raystudy.role"
 STUDY_TAG = "raystudy.study"
 PARENT_TAG = "mlflow.parentRunId"
+#: On a run (re)written from Tune's storage because the store was unreachable when it ran.
+SYNCED_TAG = "raystudy.synced_from"
 # MLflow caps one log_batch call at 1000 metrics / 100 params.
 _MAX_METRICS, _MAX_PARAMS = 1000, 100
 
@@ -31,6 +43,102 @@ def default_uri(study_dir: Path) -> str:
 
 def _chunks(items: list[Any], size: int) -> list[list[Any]]:
     return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+class TrackingUnreachable(RuntimeError):
+    """The tracking store did not answer (after MLflow's own retries); the message names it."""
+
+
+def is_unreachable(exc: BaseException) -> bool:
+    """Whether `exc` means the store could not be reached (refused connection, timeout, only
+    5xx answers), rather than a request it answered and rejected.
+
+    MLflow's REST client retries with exponential backoff (`MLFLOW_HTTP_REQUEST_MAX_RETRIES`,
+    default 7, about 4 minutes) and then raises an MlflowException whose cause or context is
+    the `requests` error; both are walked.
+    """
+    import requests
+
+    kinds = (
+        requests.exceptions.ConnectionError,
+        requests.exceptions.Timeout,
+        requests.exceptions.RetryError,
+    )
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, (TrackingUnreachable, *kinds)):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
+
+
+#: How long one write waits out a busy store before it fails the trial.
+BUSY_WAIT_S = 300.0
+
+
+def is_busy(exc: BaseException) -> bool:
+    """A store that said "try again", having written nothing. Both were measured with 32
+    trial loggers at once on 2 loaded cores: MLflow's sqlite store raises TEMPORARILY_
+    UNAVAILABLE when other writers hold the database lock past sqlite's busy timeout (the
+    transaction is rolled back), and `mlflow server` answers BAD_REQUEST when its database
+    connection pool stays exhausted for 30 s (before the request touched the database)."""
+    if not isinstance(exc, MlflowException):
+        return False
+    return exc.error_code == "TEMPORARILY_UNAVAILABLE" or "QueuePool limit" in str(exc)
+
+
+def retry_busy(call: Callable[[], Any], wait_s: float = BUSY_WAIT_S) -> Any:
+    """`call()`, again after a growing, jittered pause (so the writers do not collide again)
+    while the store is busy, for up to `wait_s` seconds."""
+    deadline = time.monotonic() + wait_s
+    pause = 0.25
+    while True:
+        try:
+            return call()
+        except MlflowException as exc:
+            if not is_busy(exc) or time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause * random.uniform(0.5, 1.5))
+        pause = min(pause * 2, 10.0)
+
+
+def unreachable_message(uri: str, exc: BaseException) -> str:
+    text = str(exc)
+    # requests nests the OS error ("[Errno 111] Connection refused") deep in its message.
+    errno = re.search(r"\[Errno -?\d+\] [^'\"()]+", text)
+    reason = errno.group(0).strip() if errno else (text.splitlines() or [type(exc).__name__])[0]
+    return f"the MLflow tracking store {uri} is unreachable ({reason[:300]})"
+
+
+@contextmanager
+def reaching(uri: str) -> Iterator[None]:
+    """Turns "could not reach the store" errors into `TrackingUnreachable`; others pass."""
+    try:
+        yield
+    except TrackingUnreachable:
+        raise
+    except Exception as exc:
+        if is_unreachable(exc):
+            raise TrackingUnreachable(unreachable_message(uri, exc)) from exc
+        raise
+
+
+def check_reachable(uri: str, timeout_s: float = 10.0) -> None:
+    """Raise `TrackingUnreachable` at once when an http(s) server does not answer at all:
+    MLflow's client would retry for minutes before saying so. Any HTTP answer counts as
+    reachable; other stores (sqlite, file) are checked by using them."""
+    if not uri.startswith(("http://", "https://")):
+        return
+    import requests
+
+    try:
+        requests.get(f"{uri.rstrip('/')}/health", timeout=timeout_s)
+    except requests.exceptions.SSLError:
+        return  # TLS set up for MLflow's client (e.g. MLFLOW_TRACKING_INSECURE_TLS) is its call
+    except (requests.exceptions.ConnectionError, requests.exceptions.Timeout) as exc:
+        raise TrackingUnreachable(unreachable_message(uri, exc)) from exc
 
 
 class StudyTracker:
@@ -46,6 +154,14 @@ class StudyTracker:
 
     @classmethod
     def start(
+        cls, uri: str, study: str, artifact_dir: Path, tags: Mapping[str, str]
+    ) -> StudyTracker:
+        check_reachable(uri)
+        with reaching(uri):
+            return cls._start(uri, study, artifact_dir, tags)
+
+    @classmethod
+    def _start(
         cls, uri: str, study: str, artifact_dir: Path, tags: Mapping[str, str]
     ) -> StudyTracker:
         client = MlflowClient(uri)
@@ -68,40 +184,100 @@ class StudyTracker:
 
     def reopen(self) -> None:
         """Mark the parent run running again (a resumed study)."""
-        self.client.update_run(self.parent_run_id, status="RUNNING")
+        check_reachable(self.uri)
+        with reaching(self.uri):
+            self.client.update_run(self.parent_run_id, status="RUNNING")
 
     def log_artifact(self, path: Path) -> None:
-        self.client.log_artifact(self.parent_run_id, str(path))
+        with reaching(self.uri):
+            self.client.log_artifact(self.parent_run_id, str(path))
 
     def log_analysis(self, files: list[Path], artifact_path: str = "analysis") -> None:
         """The files of `raystudy analyze` on the parent run; a later analysis replaces them."""
-        for path in files:
-            self.client.log_artifact(self.parent_run_id, str(path), artifact_path)
+        with reaching(self.uri):
+            for path in files:
+                self.client.log_artifact(self.parent_run_id, str(path), artifact_path)
 
     def log_metrics(self, metrics: Mapping[str, float]) -> None:
-        log_metrics(self.client, self.parent_run_id, metrics, step=0)
+        with reaching(self.uri):
+            log_metrics(self.client, self.parent_run_id, metrics, step=0)
 
     def finish(self, status: str) -> None:
-        self.client.set_terminated(self.parent_run_id, status=status)
+        with reaching(self.uri):
+            self.client.set_terminated(self.parent_run_id, status=status)
+
+    def trial_statuses(self) -> dict[str, str]:
+        """Run name (= Tune trial name) -> MLflow status of every trial run (all pages)."""
+        statuses: dict[str, str] = {}
+        token = None
+        with reaching(self.uri):
+            while True:
+                page = self.client.search_runs(
+                    [self.experiment_id],
+                    filter_string=f"tags.`{ROLE_TAG}` = 'trial'",
+                    max_results=1000,
+                    page_token=token,
+                )
+                for run in page:
+                    statuses[run.info.run_name] = run.info.status
+                token = page.token
+                if not token:
+                    return statuses
 
 
 def log_metrics(client: MlflowClient, run_id: str, metrics: Mapping[str, float], step: int) -> None:
     now = int(time.time() * 1000)
-    entries = [Metric(k, float(v), now, step) for k, v in metrics.items()]
+    log_entries(client, run_id, [Metric(k, float(v), now, step) for k, v in metrics.items()])
+
+
+def log_entries(client: MlflowClient, run_id: str, entries: list[Metric]) -> None:
+    """In batches MLflow accepts, each retried on its own while the store is busy (a batch
+    that failed was rolled back; one that succeeded is not sent again)."""
     for chunk in _chunks(entries, _MAX_METRICS):
-        client.log_batch(run_id, metrics=chunk)
+        retry_busy(lambda chunk=chunk: client.log_batch(run_id, metrics=chunk))
 
 
 class TrialRun:
-    """Worker side: the MLflow run of one trial."""
+    """Worker side: the MLflow run of one trial.
+
+    When the store cannot be reached (after MLflow's own retries) the run goes `offline`: it
+    says so once on stderr and skips every later write instead of failing a trial whose
+    results Tune keeps anyway; `sync_run` logs them from Tune's storage afterwards.
+    """
 
     def __init__(
-        self, client: MlflowClient, run_id: str, finished: dict[str, float] | None = None
+        self,
+        client: MlflowClient,
+        run_id: str | None,
+        finished: dict[str, float] | None = None,
+        offline: str | None = None,
     ) -> None:
         self.client, self.run_id = client, run_id
         #: The final metrics of a run that had already finished when it was opened again
         #: (its trial was cut off between logging its results and reporting them to Tune).
         self.finished = finished
+        #: Why this run stopped writing (the store became unreachable), or None.
+        self.offline = offline
+
+    def _write(self, write: Callable[[], object]) -> None:
+        if self.offline is not None:
+            return
+        try:
+            retry_busy(write)  # one request: a busy store rolled it back
+        except Exception as exc:
+            if not is_unreachable(exc):
+                raise
+            self._go_offline(exc)
+
+    def _go_offline(self, exc: BaseException) -> None:
+        self.offline = unreachable_message(self.client.tracking_uri, exc)
+        print(
+            f"raystudy: {self.offline}; the trial goes on without MLflow (run "
+            f"{self.run_id or 'not created'}): its results stay in Tune's storage and are "
+            "logged to MLflow when the study ends or resumes",
+            file=sys.stderr,
+            flush=True,
+        )
 
     @classmethod
     def open(
@@ -114,39 +290,125 @@ class TrialRun:
         tags: Mapping[str, str],
         parent_run_id: str | None = None,
     ) -> TrialRun:
-        """Find this trial's run by its Ray trial id, or create it (params logged once)."""
+        """Find this trial's run by its Ray trial id, or create it (params logged once); an
+        `offline` run without an id when the store cannot be reached."""
         client = MlflowClient(uri)
-        found = client.search_runs(
-            [experiment_id], filter_string=f"tags.{TRIAL_ID_TAG} = '{trial_id}'", max_results=1
-        )
-        if found:
-            run_id = found[0].info.run_id
-            if found[0].info.status == "FINISHED":
-                return cls(client, run_id, finished=dict(found[0].data.metrics))
-            client.update_run(run_id, status="RUNNING")
-            return cls(client, run_id)
-        all_tags = {ROLE_TAG: "trial", TRIAL_ID_TAG: trial_id, **tags}
-        if parent_run_id:
-            all_tags[PARENT_TAG] = parent_run_id
-        run = client.create_run(experiment_id, run_name=run_name, tags=all_tags)
-        entries = [Param(k, str(v)) for k, v in params.items()]
-        for chunk in _chunks(entries, _MAX_PARAMS):
-            client.log_batch(run.info.run_id, params=chunk)
-        return cls(client, run.info.run_id)
+        try:
+            # Each call is retried on its own: the sequence as a whole is not idempotent.
+            found = retry_busy(
+                lambda: client.search_runs(
+                    [experiment_id],
+                    filter_string=f"tags.{TRIAL_ID_TAG} = '{trial_id}'",
+                    max_results=1,
+                )
+            )
+            if found:
+                run_id = found[0].info.run_id
+                if found[0].info.status == "FINISHED":
+                    return cls(client, run_id, finished=dict(found[0].data.metrics))
+                retry_busy(lambda: client.update_run(run_id, status="RUNNING"))
+                return cls(client, run_id)
+            all_tags = {ROLE_TAG: "trial", TRIAL_ID_TAG: trial_id, **tags}
+            if parent_run_id:
+                all_tags[PARENT_TAG] = parent_run_id
+            run = retry_busy(
+                lambda: client.create_run(experiment_id, run_name=run_name, tags=all_tags)
+            )
+            entries = [Param(k, str(v)) for k, v in params.items()]
+            for chunk in _chunks(entries, _MAX_PARAMS):
+                retry_busy(lambda chunk=chunk: client.log_batch(run.info.run_id, params=chunk))
+            return cls(client, run.info.run_id)
+        except Exception as exc:
+            if not is_unreachable(exc):
+                raise
+            offline = cls(client, None)
+            offline._go_offline(exc)
+            return offline
 
     def last_step(self, key: str) -> int:
         """The largest step logged for `key` (-1 if none): a resumed trial skips those."""
-        history = self.client.get_metric_history(self.run_id, key)
-        return max((m.step for m in history), default=-1)
+        return max(self.logged_steps(key), default=-1)
+
+    def logged_steps(self, key: str) -> set[int]:
+        """The steps logged for `key` (none when offline)."""
+        steps: set[int] = set()
+
+        def read() -> None:
+            steps.update(m.step for m in self.client.get_metric_history(self.run_id, key))
+
+        self._write(read)  # a read, but an unreachable store means the same: go offline
+        return steps
 
     def log_metrics(self, metrics: Mapping[str, float], step: int) -> None:
-        log_metrics(self.client, self.run_id, metrics, step)
+        now = int(time.time() * 1000)
+        self._log([Metric(k, float(v), now, step) for k, v in metrics.items()])
+
+    def log_points(self, points: list[tuple[str, float, int]]) -> None:
+        """(key, value, step) triples, several steps per request."""
+        now = int(time.time() * 1000)
+        self._log([Metric(k, float(v), now, step) for k, v, step in points])
+
+    def _log(self, entries: list[Metric]) -> None:
+        for chunk in _chunks(entries, _MAX_METRICS):  # one write each: retried on its own
+            self._write(lambda chunk=chunk: self.client.log_batch(self.run_id, metrics=chunk))
 
     def set_tags(self, tags: Mapping[str, str]) -> None:
-        self.client.log_batch(self.run_id, tags=[RunTag(k, str(v)) for k, v in tags.items()])
+        batch = [RunTag(k, str(v)) for k, v in tags.items()]
+        self._write(lambda: self.client.log_batch(self.run_id, tags=batch))
 
     def log_artifact(self, path: Path, artifact_path: str | None = None) -> None:
-        self.client.log_artifact(self.run_id, str(path), artifact_path)
+        self._write(lambda: self.client.log_artifact(self.run_id, str(path), artifact_path))
 
     def finish(self, status: str) -> None:
-        self.client.set_terminated(self.run_id, status=status)
+        self._write(lambda: self.client.set_terminated(self.run_id, status=status))
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """What Tune's storage holds of one finished trial: enough to complete its MLflow run."""
+
+    trial_id: str
+    name: str
+    params: Mapping[str, Any]
+    tags: Mapping[str, str]
+    #: (step, train/* means) in order.
+    history: list[tuple[int, dict[str, float]]] = field(default_factory=list)
+    #: The final scores (eval/*, dis/*, down/*, transfer/*), logged at `final_step`.
+    final: dict[str, float] = field(default_factory=dict)
+    final_step: int = 0
+
+
+def sync_run(uri: str, experiment_id: str, parent_run_id: str | None, record: RunRecord) -> bool:
+    """Complete a finished trial's run from `record`: create it if it is missing, log every
+    point it lacks (a step already logged for a key is not logged again), mark it FINISHED.
+
+    Returns whether it wrote anything (False for a run that had already finished); raises
+    `TrackingUnreachable` when the store still cannot be reached.
+    """
+    run = TrialRun.open(
+        uri,
+        experiment_id,
+        record.trial_id,
+        record.name,
+        record.params,
+        record.tags,
+        parent_run_id,
+    )
+    if run.offline is None and run.finished is None:
+        keys = sorted({k for _, row in record.history for k in row})
+        logged = {k: run.logged_steps(k) for k in keys}
+        points = [
+            (k, v, step)
+            for step, row in record.history
+            for k, v in row.items()
+            if step not in logged[k]
+        ]
+        with reaching(uri):
+            have = run.client.get_run(run.run_id).data.metrics if run.offline is None else {}
+        points += [(k, v, record.final_step) for k, v in record.final.items() if k not in have]
+        run.log_points(points)
+        run.set_tags({SYNCED_TAG: "tune"})
+        run.finish("FINISHED")
+    if run.offline is not None:
+        raise TrackingUnreachable(run.offline)
+    return run.finished is None

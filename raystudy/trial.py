@@ -29,10 +29,22 @@ from raystudy.metrics.unsupervised import unsupervised
 from raystudy.models import VAE, build, model_cost
 from raystudy.spec import TrialConfig
 from raystudy.tracking import TrialRun
-from raystudy.train import train
+from raystudy.train import TrainingDiverged, train
 
 #: Reported with the final metrics. ("done" would be Tune's reserved stop key.)
 EVALUATED = "evaluated"
+
+
+#: The step at which a diverged trial's loss was found non-finite (a tag, to filter on).
+DIVERGED_TAG = "raystudy.diverged_at_step"
+
+
+def error_tags(exc: BaseException) -> dict[str, str]:
+    """Tags of a failed run: the error, and for a diverged trial the step it was caught at."""
+    tags = {"raystudy.error": f"{type(exc).__name__}: {exc}"[:5000]}
+    if isinstance(exc, TrainingDiverged):
+        tags[DIVERGED_TAG] = str(exc.step)
+    return tags
 
 
 class Reporter(Protocol):
@@ -185,7 +197,7 @@ def evaluate(
     return results
 
 
-def _log_artifacts(
+def log_artifacts(
     run: TrialRun,
     model: VAE,
     dataset: GroundTruthDataset,
@@ -375,14 +387,14 @@ def run_trial(config: TrialConfig, ctx: TrialContext, reporter: Reporter) -> dic
         )
         results = evaluate(model, dataset, split, config, device, n_jobs=threads)
         run.log_metrics(results, step=config.train.steps)
-        _log_artifacts(run, model, dataset, split, config, device)
+        log_artifacts(run, model, dataset, split, config, device)
     except SystemExit:
         # Tune stops a trial (a scheduler's decision, the study's end) by raising SystemExit
         # from report(): the run was cut short, it did not fail.
         run.finish("KILLED")
         raise
     except BaseException as exc:
-        run.set_tags({"raystudy.error": f"{type(exc).__name__}: {exc}"[:5000]})
+        run.set_tags(error_tags(exc))
         run.finish("FAILED" if not isinstance(exc, KeyboardInterrupt) else "KILLED")
         raise
     # The run is complete before the last report: Tune may end the trial inside report().

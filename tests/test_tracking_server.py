@@ -2,69 +2,23 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import mlflow
 import pytest
+from mlflow_server import MlflowServer
 from tiny import LIGHT, SMOKE, tiny
 
 from raystudy.spec import load_spec
 from raystudy.study import run_study
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory):
     root = tmp_path_factory.mktemp("server")
-    port = free_port()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "mlflow",
-            "server",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--backend-store-uri",
-            f"sqlite:///{root / 'server.db'}",
-            "--artifacts-destination",
-            str(root / "artifacts"),
-            "--workers",
-            "1",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,  # the server starts workers of its own: stop the whole group
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
-                if response.status == 200:
-                    break
-        except OSError:
-            time.sleep(0.5)
-    else:
-        os.killpg(proc.pid, signal.SIGKILL)
-        pytest.fail("mlflow server did not answer /health within 90 s")
-    yield url, root
-    os.killpg(proc.pid, signal.SIGTERM)
-    proc.wait(timeout=30)
+    served = MlflowServer(root).start()
+    yield served.url, root
+    served.stop()
 
 
 def test_study_logs_every_trial_to_the_server(ray_local, server, tmp_path: Path) -> None:

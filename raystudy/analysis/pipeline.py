@@ -162,19 +162,27 @@ class StudyAnalysis:
 
 
 def analyze_study(
-    study_dir: Path, settings: Settings = Settings(), *, log: bool = True
+    study_dir: Path, settings: Settings = Settings(), *, log: bool = True, from_tune: bool = False
 ) -> StudyAnalysis:
     """Read a study's runs, write its analysis to `<study_dir>/analysis/` and (with `log`)
-    log the same files to the study's parent MLflow run, under `analysis/`."""
+    log the same files to the study's parent MLflow run, under `analysis/`.
+
+    `from_tune` reads the results from Tune's storage instead of MLflow (and logs nothing):
+    the way to analyse a study whose tracking server is gone.
+    """
     from raystudy.study import StudyInfo
     from raystudy.tracking import StudyTracker
 
     info = StudyInfo.read(study_dir)
-    frame = load_results(study_dir)
+    if from_tune:
+        from raystudy.analysis.tune_results import load_tune_results
+
+        frame, log = load_tune_results(study_dir), False
+    else:
+        frame = load_results(study_dir)
     if frame.empty:
-        raise AnalysisError(
-            f"study {info.name!r} has no trial runs yet in its MLflow store ({info.tracking_uri})"
-        )
+        where = "Tune storage" if from_tune else f"MLflow store ({info.tracking_uri})"
+        raise AnalysisError(f"study {info.name!r} has no trial runs yet in its {where}")
     analysis = compute(frame, settings)
     spec = study_dir / "spec.yaml"
     folder = study_dir / ANALYSIS_DIR
@@ -182,7 +190,7 @@ def analyze_study(
         analysis,
         folder,
         study=info.name,
-        planned_trials=info.num_trials,
+        planned_trials=info.models,
         spec_text=spec.read_text() if spec.is_file() else "(no spec.yaml in the study folder)",
     )
     parent = None

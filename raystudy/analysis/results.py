@@ -10,7 +10,7 @@ import pandas as pd
 from raystudy.analysis.columns import ERROR_TAG, RUN_NAME
 from raystudy.analysis.groups import with_supervision
 from raystudy.study import StudyError, StudyInfo
-from raystudy.tracking import ROLE_TAG
+from raystudy.tracking import ROLE_TAG, check_reachable, reaching
 
 RESULTS_FILE = "results.parquet"
 ANALYSIS_DIR = "analysis"
@@ -30,12 +30,14 @@ def load_results(study_dir: Path) -> pd.DataFrame:
             f"the MLflow store of study {info.name!r} is missing: {store} (study.json records "
             "absolute paths: was the study folder moved or copied?)"
         )
+    check_reachable(info.tracking_uri)  # in seconds, not after MLflow's minutes of retries
     mlflow.set_tracking_uri(info.tracking_uri)
-    frame = mlflow.search_runs(
-        experiment_ids=[info.experiment_id],
-        filter_string=f"tags.`{ROLE_TAG}` = 'trial'",
-        output_format="pandas",
-    )
+    with reaching(info.tracking_uri):  # a lost server: TrackingUnreachable, said plainly
+        frame = mlflow.search_runs(
+            experiment_ids=[info.experiment_id],
+            filter_string=f"tags.`{ROLE_TAG}` = 'trial'",
+            output_format="pandas",
+        )
     if frame.empty:
         return frame
     frame = frame.sort_values("tags.mlflow.runName", kind="stable").reset_index(drop=True)

@@ -1,0 +1,178 @@
+"""A study's results read from Ray Tune's storage (`<study>/tune/`), for when MLflow cannot be.
+
+Every trial reports its train/* rows and its final scores to Tune as well as to MLflow, and
+Tune keeps them per trial folder: `result.json` (one JSON object per report), `params.json`
+(the trial's Tune config: a grid point index, or an Optuna draw) and `error.txt` (its last
+error). They are read here as plain JSON, without Ray. Beside the MLflow table this one lacks
+the artifacts and the model-cost params, and its train/* curve can miss the reports a killed
+worker made after its last checkpoint (Tune rolls its result file back to the checkpoint).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Container
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from raystudy.analysis.columns import ERROR_TAG, METRIC, PARAM, RUN_NAME
+from raystudy.study import TUNE_DIR, StudyError, StudyInfo, load_study_spec, trial_config
+from raystudy.tracking import TRIAL_ID_TAG, RunRecord
+from raystudy.trial import EVALUATED
+
+TRAIN = "train/"
+#: A Tune config key of a trial that trains several seeds together (`seeds_per_trial`).
+STACK = "stack"
+#: The final scores of a trial (DESIGN.md Sec. 6), reported once, at its end.
+FINAL_PREFIXES = ("eval/", "dis/", "down/", "transfer/")
+
+
+@dataclass(frozen=True)
+class TuneTrial:
+    """One trial folder of Tune's experiment storage."""
+
+    name: str
+    trial_id: str
+    config: dict[str, Any]
+    rows: list[dict[str, Any]]
+    error: str | None
+
+    @property
+    def evaluated(self) -> bool:
+        """Whether the trial reported its final scores (what makes it finished for raystudy)."""
+        return bool(self.rows) and bool(self.rows[-1].get(EVALUATED))
+
+    @property
+    def status(self) -> str:
+        """The MLflow status this trial's run would have: FINISHED, FAILED or RUNNING."""
+        if self.evaluated:
+            return "FINISHED"
+        return "FAILED" if self.error else "RUNNING"
+
+    def history(self) -> list[tuple[int, dict[str, float]]]:
+        """(step, train/* means) of every train report, in order."""
+        return [
+            (int(row["step"]), {k: v for k, v in row.items() if k.startswith(TRAIN)})
+            for row in self.rows
+            if "step" in row and any(k.startswith(TRAIN) for k in row)
+        ]
+
+    def final(self) -> dict[str, float]:
+        """The final scores, from the last report; empty for a trial that did not finish."""
+        if not self.evaluated:
+            return {}
+        return {k: v for k, v in self.rows[-1].items() if k.startswith(FINAL_PREFIXES)}
+
+    def metrics(self) -> dict[str, float]:
+        """Latest value of every metric, as MLflow's `metrics.*` columns hold them."""
+        latest: dict[str, float] = {}
+        for _, row in self.history():
+            latest.update(row)
+        return {**latest, **self.final()}
+
+
+def _error_line(path: Path) -> str | None:
+    """The last line of Tune's `error.txt`: the exception and its message (a trial that was
+    retried and then finished keeps the file of its earlier failure)."""
+    if not path.is_file():
+        return None
+    lines = [line.strip() for line in path.read_text(errors="replace").splitlines()]
+    lines = [line for line in lines if line]
+    return lines[-1][:5000] if lines else "error (empty error.txt)"
+
+
+def read_tune_trials(tune_dir: Path, skip: Container[str] = ()) -> list[TuneTrial]:
+    """Every trial folder under `tune_dir` that has a `params.json` and is not named in
+    `skip`, sorted by name."""
+    trials = []
+    for params in sorted(tune_dir.glob("*/params.json")):
+        folder = params.parent
+        if folder.name in skip:
+            continue
+        rows = []
+        result = folder / "result.json"
+        if result.is_file():
+            for line in result.read_text().splitlines():
+                if line.strip():
+                    # A driver killed mid-write can leave a truncated last line.
+                    try:
+                        rows.append(json.loads(line))
+                    except json.JSONDecodeError:
+                        continue
+        trial_id = next((str(r["trial_id"]) for r in rows if "trial_id" in r), "")
+        config = json.loads(params.read_text())
+        trials.append(
+            TuneTrial(folder.name, trial_id, config, rows, _error_line(folder / "error.txt"))
+        )
+    return trials
+
+
+def tune_dir_of(study_dir: Path) -> Path:
+    tune_dir = study_dir / TUNE_DIR
+    if not tune_dir.is_dir():
+        raise StudyError(
+            f"{tune_dir} does not exist: the study {study_dir.name!r} has no Tune storage to "
+            "read (it stopped before its first trial started)"
+        )
+    return tune_dir
+
+
+def run_records(study_dir: Path, skip: Container[str] = ()) -> list[RunRecord]:
+    """What Tune recorded of every finished trial (but those named in `skip`), as the MLflow
+    runs `sync_run` completes. A seed stack is left out: Tune holds only its seeds' mean."""
+    spec = load_study_spec(study_dir)
+    points = spec.points()
+    records = []
+    for trial in read_tune_trials(tune_dir_of(study_dir), skip):
+        if not trial.evaluated or not trial.trial_id or STACK in trial.config:
+            continue
+        config = trial_config(spec.base(), points, trial.config)
+        records.append(
+            RunRecord(
+                trial_id=trial.trial_id,
+                name=trial.name,
+                params=config.flat(),
+                tags={
+                    "raystudy.study": spec.name,
+                    "split": config.split if isinstance(config.split, str) else "custom",
+                },
+                history=trial.history(),
+                final=trial.final(),
+                final_step=config.train.steps,
+            )
+        )
+    return records
+
+
+def load_tune_results(study_dir: Path) -> pd.DataFrame:
+    """The results table (as `load_results` builds it from MLflow) from Tune's storage: one
+    row per started trial with `status`, `params.*`, `metrics.*` and `tags.*` columns."""
+    info = StudyInfo.read(study_dir)
+    spec = load_study_spec(study_dir)
+    points = spec.points()
+    rows = []
+    for trial in read_tune_trials(tune_dir_of(study_dir)):
+        if STACK in trial.config:
+            raise StudyError(
+                f"study {info.name!r} trains several seeds per trial, and Tune's storage holds "
+                "only their mean: its results can be read from MLflow only"
+            )
+        config = trial_config(spec.base(), points, trial.config)
+        row: dict[str, Any] = {
+            "run_id": "",
+            "status": trial.status,
+            RUN_NAME: trial.name,
+            f"tags.{TRIAL_ID_TAG}": trial.trial_id,
+            "tags.raystudy.study": info.name,
+            "tags.raystudy.source": "tune",
+        }
+        if trial.status != "FINISHED" and trial.error:
+            row[ERROR_TAG] = trial.error
+        # MLflow keeps params as strings; so does this table, for the same analysis.
+        row.update({PARAM + k: str(v) for k, v in config.flat().items()})
+        row.update({METRIC + k: v for k, v in trial.metrics().items()})
+        rows.append(row)
+    return pd.DataFrame(rows)

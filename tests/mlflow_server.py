@@ -1,0 +1,74 @@
+"""A real `mlflow server` on 127.0.0.1 for tests: started, stopped (as a crash would) and
+started again on the same port and store."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class MlflowServer:
+    """A real `mlflow server` on 127.0.0.1 over a sqlite store in `root`; `stop()` and
+    `start()` again keep the port and the store, as a restarted server would."""
+
+    def __init__(self, root: Path, port: int | None = None) -> None:
+        self.root, self.port = root, port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen | None = None
+
+    def start(self, timeout_s: float = 90.0) -> MlflowServer:
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "mlflow",
+                "server",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--backend-store-uri",
+                f"sqlite:///{self.root / 'server.db'}",
+                "--artifacts-destination",
+                str(self.root / "artifacts"),
+                "--workers",
+                "1",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # it starts workers of its own: stop the whole session
+        )
+        deadline = time.monotonic() + timeout_s
+        while not self.healthy():
+            if time.monotonic() > deadline:
+                self.stop()
+                raise AssertionError(f"mlflow server did not answer {self.url}/health")
+            time.sleep(0.5)
+        return self
+
+    def healthy(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"{self.url}/health", timeout=2) as response:
+                return response.status == 200
+        except OSError:
+            return False
+
+    def stop(self) -> None:
+        """SIGKILL, as a crashed or unplugged server: nothing is flushed or closed politely."""
+        if self.proc is None:
+            return
+        os.killpg(self.proc.pid, signal.SIGKILL)  # the server and the workers it started
+        self.proc.wait(timeout=30)
+        self.proc = None

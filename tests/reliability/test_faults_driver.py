@@ -1,0 +1,89 @@
+"""The driver of a study SIGKILLed mid-study (no Ctrl-C, no cleanup: a lost head node or an
+OOM kill), then `raystudy resume`: every grid point ends with exactly one finished run, and
+what had finished is not trained again."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import mlflow
+from faults import cli, finished_runs, kill_session, session, trial_runs, wait_for
+from tiny import LIGHT, SMOKE, tiny
+
+from raystudy.study import StudyInfo, study_status
+
+STEPS = 16
+SEEDS = [0, 1, 2]
+
+
+def test_killed_driver_resumes_to_one_finished_run_per_grid_point(tmp_path: Path) -> None:
+    overrides = tiny(
+        "driverkill",
+        LIGHT,
+        f"train.steps={STEPS}",
+        "evaluation.probes=[]",  # finished is what counts here, not what is scored
+        f"grid={{seed: {SEEDS}}}",
+        "resources={cpu: 1, gpu: 0}",
+        "execution.max_concurrent_trials=2",
+    )
+    sets = [a for o in overrides for a in ("--set", o)]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    log = (tmp_path / "driver.log").open("w")
+    driver = subprocess.Popen(
+        cli("run", str(SMOKE), "--output", str(tmp_path), *sets),
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # its own session: Ray's processes are found and killed by it
+    )
+    study_dir = tmp_path / "driverkill"
+    try:
+        wait_for(lambda: finished_runs(study_dir), 240, "a first trial to finish", every_s=0.5)
+        os.killpg(driver.pid, signal.SIGKILL)  # the driver, its GCS and raylet at once
+        driver.wait(timeout=30)
+        # Ray's workers live in process groups of their own: they notice and exit.
+        wait_for(lambda: not session(driver.pid), 30, "the orphaned Ray workers to exit")
+    finally:
+        kill_session(driver.pid)
+        log.close()
+    assert driver.returncode == -signal.SIGKILL
+
+    info = StudyInfo.read(study_dir)
+    before = {r.info.run_name: r for r in finished_runs(study_dir)}
+    assert 1 <= len(before) < len(SEEDS), "killed mid-study"
+    assert sum(study_status(study_dir).values()) == len(SEEDS)
+
+    resumed = subprocess.Popen(
+        cli("resume", "driverkill", "--output", str(tmp_path)),
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        output, _ = resumed.communicate(timeout=300)
+    finally:
+        kill_session(resumed.pid)
+    assert resumed.returncode == 0, output
+    assert f"{len(SEEDS)} terminated" in output
+
+    client = mlflow.MlflowClient(info.tracking_uri)
+    runs = trial_runs(info.tracking_uri, info.experiment_id)
+    assert sorted(r.data.params["seed"] for r in runs) == [str(s) for s in SEEDS], (
+        "exactly one run per grid point"
+    )
+    assert {r.info.status for r in runs} == {"FINISHED"}
+    for run in runs:
+        steps = [m.step for m in client.get_metric_history(run.info.run_id, "train/loss")]
+        assert sorted(steps) == list(range(4, STEPS + 1, 4)), (run.info.run_name, steps)
+        assert "dis/mig" in run.data.metrics
+        if run.info.run_name in before:  # finished before the kill: not trained again
+            assert run.info.end_time == before[run.info.run_name].info.end_time
+            assert len(client.get_metric_history(run.info.run_id, "dis/mig")) == 1
+    assert study_status(study_dir) == {"TERMINATED": len(SEEDS)}
+    parents = client.search_runs([info.experiment_id], "tags.`raystudy.role` = 'study'")
+    assert [p.info.status for p in parents] == ["FINISHED"]

@@ -1,0 +1,192 @@
+"""Faults inside trials, injected for real on a local Ray cluster: a trial's worker process
+SIGKILLed mid-training, a grid cell whose training diverges, and a study asking for more GPUs
+per trial than any node has."""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import mlflow
+import pandas as pd
+import pytest
+from faults import descendants, trial_runs, tune_rows, wait_for
+from tiny import LIGHT, SMOKE, tiny
+from typer.testing import CliRunner
+
+from raystudy.analysis.tune_results import load_tune_results
+from raystudy.cli import app
+from raystudy.spec import load_spec
+from raystudy.study import TUNE_DIR, run_study
+from raystudy.trial import DIVERGED_TAG
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """One local Ray for the module, with a logical GPU (what the over-ask is measured against)."""
+    import ray
+
+    ray.init(num_cpus=2, num_gpus=1, include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+STEPS, REPORT, CHECKPOINT = 80, 4, 8
+
+
+def test_killed_worker_resumes_from_its_checkpoint_into_the_same_run(
+    cluster, tmp_path: Path
+) -> None:
+    spec = load_spec(
+        SMOKE,
+        tiny(
+            "workerkill",
+            LIGHT,
+            f"train.steps={STEPS}",
+            f"train.report_every={REPORT}",
+            f"train.checkpoint_every={CHECKPOINT}",
+            "grid={seed: [0]}",
+            "resources={cpu: 1, gpu: 0}",
+        ),
+    )
+    trial_dir = tmp_path / "workerkill" / TUNE_DIR / "000"  # one point: nothing to name it by
+    killed: dict[str, float] = {}
+    errors: list[BaseException] = []
+
+    def kill_mid_training() -> None:
+        def worker_at_step_20() -> dict | None:
+            # Well before the end: a kill during evaluation would resume at the last step.
+            rows = tune_rows(trial_dir)
+            return rows[-1] if rows and 20 <= rows[-1].get("step", 0) <= STEPS // 2 else None
+
+        try:
+            row = wait_for(worker_at_step_20, 180, "the trial to reach step 20", every_s=0.05)
+            pid = int(row["pid"])
+            # Tune's row names the worker; it must be one of ours (the machine is shared).
+            assert pid in descendants(os.getpid()), pid
+            os.kill(pid, signal.SIGKILL)
+            killed.update(pid=pid, at=time.time())
+        except BaseException as exc:  # re-raised in the test's thread
+            errors.append(exc)
+
+    killer = threading.Thread(target=kill_mid_training, daemon=True)
+    killer.start()
+    outcome = run_study(spec, output=tmp_path, verbose=0)
+    killer.join(timeout=5)
+    if errors:
+        raise errors[0]
+    assert killed, "the worker was never killed"
+    assert outcome.ok, outcome.states
+
+    runs = trial_runs(outcome.info.tracking_uri, outcome.info.experiment_id)
+    assert len(runs) == 1, "the restarted trial kept its MLflow run"
+    run = runs[0]
+    assert run.info.status == "FINISHED"
+    client = mlflow.MlflowClient(outcome.info.tracking_uri)
+    history = client.get_metric_history(run.info.run_id, "train/loss")
+    # Every report exactly once: none lost with the worker, none logged again after it.
+    assert sorted(m.step for m in history) == list(range(REPORT, STEPS + 1, REPORT))
+    before_kill = [m.step for m in history if m.timestamp / 1000 < killed["at"]]
+    assert before_kill and max(before_kill) < STEPS, "the kill landed mid-training"
+    for key in ("dis/mig", "eval/elbo", "transfer/ood2_a/gbt/mae"):
+        assert math.isfinite(run.data.metrics[key]), key
+
+    rows = tune_rows(trial_dir)
+    first = [r for r in rows if r["pid"] == killed["pid"]]
+    second = [r for r in rows if r["pid"] != killed["pid"]]
+    assert first and second, "the trial ran in a second worker after the kill"
+    resumed_from = int(second[0]["step"]) - REPORT
+    # From a checkpoint, not from scratch, and at most one checkpoint interval back.
+    assert resumed_from > 0 and resumed_from % CHECKPOINT == 0, resumed_from
+    assert 0 <= max(before_kill) - resumed_from <= CHECKPOINT, (max(before_kill), resumed_from)
+    assert int(second[-1]["step"]) == STEPS and second[-1]["evaluated"] == 1.0
+
+
+def test_a_diverging_cell_fails_with_its_step_and_the_rest_of_the_study_completes(
+    cluster, tmp_path: Path
+) -> None:
+    spec = load_spec(
+        SMOKE,
+        tiny(
+            "diverging",
+            LIGHT,
+            "train.steps=16",
+            "resources={cpu: 1, gpu: 0}",
+            "execution.max_failures=0",  # a retry would only diverge again, at the same step
+            # three sane cells and one with a learning rate no model survives
+            "grid={train: [{lr: 0.0005, kl_warmup_steps: [0, 1, 2]}, {lr: 1.0e+6}]}",
+        ),
+    )
+    outcome = run_study(spec, output=tmp_path, verbose=0)
+    assert outcome.states == {"TERMINATED": 3, "ERROR": 1}, outcome.states
+
+    runs = {
+        r.info.run_name: r
+        for r in trial_runs(outcome.info.tracking_uri, outcome.info.experiment_id)
+    }
+    assert len(runs) == 4, "one run per cell"
+    bad = runs.pop("003_lr=1000000.0")
+    assert bad.info.status == "FAILED"
+    step = int(bad.data.tags[DIVERGED_TAG])
+    assert 0 < step < 16, "stopped early, at the first report with a non-finite loss"
+    assert bad.data.tags["raystudy.error"] == (
+        f"TrainingDiverged: training diverged at step {step}: loss is nan"
+    )
+    assert "dis/mig" not in bad.data.metrics, "a diverged model is not evaluated"
+    assert {r.info.status for r in runs.values()} == {"FINISHED"}
+
+    study_dir = tmp_path / "diverging"
+    result = CliRunner().invoke(
+        app,
+        [
+            "analyze",
+            "diverging",
+            "--output",
+            str(tmp_path),
+            "--bootstrap",
+            "20",
+            "--min-trials",
+            "3",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "Runs: 3 finished, 1 failed" in result.output
+    assert "not analysed: 003_lr=1000000.0 (failed: TrainingDiverged: training diverged" in (
+        result.output
+    )
+    correlations = pd.read_csv(study_dir / "analysis" / "correlations.csv")
+    assert set(correlations["n"].dropna()) == {3}, "the failed trial is left out"
+
+    # Tune's storage tells the same story, for when MLflow is gone.
+    tune = load_tune_results(study_dir).set_index("tags.mlflow.runName")
+    assert tune.loc["003_lr=1000000.0", "status"] == "FAILED"
+    assert "diverged at step" in tune.loc["003_lr=1000000.0", "tags.raystudy.error"]
+    for name, run in runs.items():
+        assert tune.loc[name, "status"] == "FINISHED"
+        assert tune.loc[name, "metrics.dis/mig"] == pytest.approx(run.data.metrics["dis/mig"])
+
+
+def test_more_gpus_per_trial_than_any_node_has_fails_at_once(cluster, tmp_path: Path) -> None:
+    overrides = tiny("greedy", "resources={cpu: 1, gpu: 2}")
+    sets = [a for o in overrides for a in ("--set", o)]
+    started = time.monotonic()
+    result = CliRunner().invoke(app, ["run", str(SMOKE), "--output", str(tmp_path), *sets])
+    elapsed = time.monotonic() - started
+    assert result.exit_code == 2, result.output
+    message = " ".join(result.output.split())
+    assert "resources.gpu=2" in message, "what was asked"
+    assert "nodes: 2 CPU/1 GPU" in message, "what exists"
+    assert "pending forever" in message
+    assert elapsed < 30, f"failed after {elapsed:.0f} s, not at once"
+    assert not (tmp_path / "greedy" / TUNE_DIR).exists(), "no trial was started"
+
+    # Above one GPU only whole GPUs exist for Ray; 1.5 would fail deep inside Tune.
+    sets = ["--set", "name=sesqui", "--set", "resources={cpu: 1, gpu: 1.5}"]
+    result = CliRunner().invoke(app, ["run", str(SMOKE), "--output", str(tmp_path), *sets])
+    assert result.exit_code == 2, result.output
+    assert "resources.gpu: 1.5 GPUs per trial" in " ".join(result.output.split())
+    assert not (tmp_path / "sesqui").exists(), "rejected before anything was written"
