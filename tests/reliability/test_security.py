@@ -17,6 +17,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -100,8 +101,8 @@ def _study(tmp_path: Path, name: str) -> StudyInfo:
 # --- servers --------------------------------------------------------------------------------
 
 
-def test_raystudy_ui_listens_on_loopback_only(tmp_path: Path) -> None:
-    _study(tmp_path, "s")
+def test_raystudy_ui_serves_the_study_on_loopback_only(tmp_path: Path) -> None:
+    info = _study(tmp_path, "s")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -122,6 +123,16 @@ def test_raystudy_ui_listens_on_loopback_only(tmp_path: Path) -> None:
         time.sleep(1.0)  # workers that bind late would show up now
         sockets = listening(_group(proc.pid))
         assert {a for a, _ in sockets} <= LOOPBACK, sockets
+        # ...and what it serves there is this study's store.
+        url = f"http://127.0.0.1:{port}/api/2.0/mlflow/experiments/get-by-name"
+        body = b""
+        while time.monotonic() < deadline and not body:
+            try:
+                with urllib.request.urlopen(f"{url}?experiment_name=s", timeout=2) as r:
+                    body = r.read()
+            except OSError:
+                time.sleep(0.5)
+        assert info.experiment_id.encode() in body
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=30)
