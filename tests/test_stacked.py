@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 import yaml
+from tiny import LIGHT, SMOKE, tiny
 
 from raystudy.data import get_dataset, get_split
 from raystudy.models import VAE, build
@@ -18,7 +19,6 @@ from raystudy.study import run_study
 from raystudy.train import TrainingDiverged, train
 from raystudy.trial import LocalReporter, TrialContext
 from raystudy.trial_stack import run_seed_stack
-from tests.tiny import LIGHT, SMOKE, tiny
 
 CPU = torch.device("cpu")
 SEEDS = [3, 11]
