@@ -90,7 +90,11 @@ def make_plan(
     by_cpu = math.floor(cluster_cpus / cpu) if cpu else n
     by_gpu = math.floor(cluster_gpus / gpu) if gpu else by_cpu
     plan = Plan(
-        num_trials=n, cpu=cpu, gpu=gpu, cluster_cpus=cluster_cpus, cluster_gpus=cluster_gpus,
+        num_trials=n,
+        cpu=cpu,
+        gpu=gpu,
+        cluster_cpus=cluster_cpus,
+        cluster_gpus=cluster_gpus,
         concurrent=max(0, min(by_cpu, by_gpu, n)),
         trials_per_gpu=math.floor(1 / gpu) if gpu else None,
     )
@@ -119,7 +123,8 @@ def make_plan(
 def format_plan(plan: Plan, name: str) -> str:
     lines = [f"Study {name!r}: {plan.num_trials} trials"]
     lines.append(
-        f"  each trial asks for {plan.cpu:g} CPU" + (f" and {plan.gpu:g} GPU" if plan.gpu else "")
+        f"  each trial asks for {plan.cpu:g} CPU"
+        + (f" and {plan.gpu:g} GPU" if plan.gpu else "")
         + (f" ({plan.trials_per_gpu} trials share a GPU)" if plan.trials_per_gpu else "")
     )
     lines.append(

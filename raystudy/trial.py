@@ -164,8 +164,13 @@ def evaluate(
         # model was trained on, as for the fixed-sample metrics.
         sampler = FeasibleSampler(dataset, accept=lambda idx: split.mask("encoder", idx))
         scores = evaluate_intervention(
-            name, dataset, lambda x: model.encode(x)[0], seed=seed, sampler=sampler,
-            device=device, n_jobs=n_jobs,
+            name,
+            dataset,
+            lambda x: model.encode(x)[0],
+            seed=seed,
+            sampler=sampler,
+            device=device,
+            n_jobs=n_jobs,
         )
         results.update({f"dis/{k}": v for k, v in scores.items()})
 
