@@ -18,6 +18,13 @@ import os
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
+
+
+def summary(payload: dict[str, Any]) -> list[tuple[str, str]]:
+    """Rows for the combined table (`python -m bench`)."""
+    n = f"{payload['trials']} trials, {payload['bootstrap']} resamples"
+    return [(f"analysis {name} ({n})", f"{s:.2f} s") for name, s in payload["seconds"].items()]
 
 
 def main() -> None:
@@ -80,6 +87,7 @@ def main() -> None:
         print(f"  {name:34s} {seconds:7.2f} s")
     if args.json:
         record = {
+            "bench": "analysis",
             "trials": len(frame),
             "groups": len(groups),
             "cells": cells,

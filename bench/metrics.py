@@ -156,6 +156,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     if args.json:
         payload = {
+            "bench": "metrics",
             "setting": {**vars(args), "json": str(args.json), "sizes": SIZES, "codes": 10},
             "vae_train_seconds": train_s,
             "encode_seconds": encode_s,
@@ -164,6 +165,13 @@ def main(argv: list[str] | None = None) -> None:
             **summary,
         }
         args.json.write_text(json.dumps(payload, indent=2, default=float))
+
+
+def summary(payload: dict[str, Any]) -> list[tuple[str, str]]:
+    """Rows for the combined table (`python -m bench`)."""
+    rows = [(f"metric {r['metric']}", f"{r['seconds']:.2f} s") for r in payload["rows"]]
+    rows.append(("metric suite, as a trial runs it", f"{payload['suite_seconds']:.1f} s"))
+    return rows
 
 
 def _train(model: torch.nn.Module, dataset: Any, steps: int, seed: int) -> None:

@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -179,6 +180,17 @@ def format_table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+def summary(payload: dict[str, Any]) -> list[tuple[str, str]]:
+    """Rows for the combined table (`python -m bench`)."""
+    return [
+        (
+            f"render {r['dataset']} {r['domain']}, batch {payload['batch']}, {r['threads']} thr",
+            f"{r['images_per_s']:,.0f} images/s, {100 * r['render_over_step']:.1f}% of a step",
+        )
+        for r in payload["rows"]
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
@@ -206,6 +218,7 @@ def main() -> None:
     )
     if args.json:
         payload = {
+            "bench": "render",
             "batch": BATCH,
             "reps": reps,
             "load_average": load,

@@ -15,7 +15,13 @@ import torch
 from raystudy.data import DATASETS, get_dataset, get_split
 from raystudy.models import OBJECTIVES, VAE, Objective, build, get_objective
 from raystudy.spec import ModelConfig, TrainConfig
-from raystudy.train import BatchSampler, TrainingDiverged, kl_warmup, train
+from raystudy.train import (
+    BatchSampler,
+    TrainingDiverged,
+    kl_warmup,
+    preferred_memory_format,
+    train,
+)
 
 CPU = torch.device("cpu")
 ALL = OBJECTIVES.names()
@@ -179,3 +185,34 @@ def test_objectives_without_own_networks_have_no_state() -> None:
         obj.load_state_dict({"discriminator": {}})
     assert isinstance(obj, Objective) and isinstance(model, VAE)
     assert get_objective("vae").pair_k is None and get_objective("ml_vae", k=2).pair_k == 2
+
+
+def test_training_layout_changes_speed_not_results() -> None:
+    """Conv models may train channels-last (faster on CPU); the numbers equal NCHW training
+    up to float rounding, and the model comes back in the usual layout."""
+    cfg = TrainConfig(steps=6, batch_size=8, lr=1e-3, report_every=2, input_noise=True)
+    _, _, conv, _ = setup()
+    _, _, mlp, _ = setup(architecture="mlp")
+    assert preferred_memory_format(conv, CPU) == torch.channels_last
+    assert preferred_memory_format(mlp, CPU) == torch.contiguous_format  # nothing to gain
+    assert preferred_memory_format(conv, torch.device("cuda")) == torch.contiguous_format
+
+    runs = []
+    for layout in (torch.contiguous_format, torch.channels_last):
+        ds, split, model, obj = setup()
+        seen: list[bool] = []  # whether the conv weights were in `layout` during training
+
+        def look(step: int, row: Any, state: Any, layout=layout, seen=seen) -> None:
+            weights = [w for w in (state or {}).get("model", {}).values() if w.dim() == 4]
+            seen.extend(w.is_contiguous(memory_format=layout) for w in weights)
+
+        history = train(
+            model, obj, ds, split, cfg, seed=1, device=CPU, on_progress=look, memory_format=layout
+        )
+        assert seen and all(seen)
+        assert all(p.is_contiguous() for p in model.parameters())
+        runs.append((history, model.state_dict()))
+    (nchw, nchw_state), (nhwc, nhwc_state) = runs
+    for row, other in zip(nchw, nhwc, strict=True):
+        assert other == pytest.approx(row, rel=1e-5)
+    assert max((nchw_state[k] - nhwc_state[k]).abs().max().item() for k in nchw_state) < 1e-5

@@ -43,5 +43,7 @@ def add_input_noise(
         dtype=x.dtype,
     )
     grey = F.interpolate(grey, size=(h, w), mode="bilinear", align_corners=False)
-    noisy = x + sigma_pixel * pix + sigma_grey * grey
+    # In place on the fresh draws: the same sums, bit for bit, as x + s*pix + g*grey without
+    # its three image-sized temporaries (the noise is the training loop's largest data cost).
+    noisy = pix.mul_(sigma_pixel).add_(x).add_(grey.mul_(sigma_grey))
     return noisy.clamp_(0.0, 1.0) if clip else noisy

@@ -1,0 +1,233 @@
+"""Models per hour: S seeds trained as one stack (`seeds_per_trial: S`) against S lone runs.
+
+    python -m bench.seeds_per_trial [--sizes 1 2 4 8] [--rounds 5] [--steps 20]
+                                    [--trials] [--device cpu|cuda] [--json PATH]
+
+The smoke study's model and training settings (`search_spaces/smoke.yaml`: conv beta-VAE,
+10 latents, batch 32, colour-dSprites under the Dittadi hue split), one torch thread on CPU.
+
+- training (always): per S, `--steps` steps of S lone ``raystudy.train.train`` runs one after
+  another against one ``raystudy.stacked.train_stacked`` of the same S seeds, alternating round
+  by round (`bench._table.interleaved`); the speed-up is the median per-round ratio of the
+  two wall times, i.e. how many more models per hour the stack trains.
+- whole trials (``--trials``): S complete smoke-size trials (300 steps, evaluation, artifacts,
+  a sqlite MLflow store) run one after another in this process (`raystudy.trial.run_trial`)
+  against one stacked trial (`raystudy.trial_stack.run_seed_stack`) of the same S seeds: the
+  models-per-hour a core delivers either way, training and evaluation included.
+
+On a CUDA device the same figures answer how many small VAEs one GPU trains at once; pass
+``--device cuda --sizes 1 8 32``. ``--batching vmap`` forces the batched pass on CPU too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import mlflow
+import torch
+
+from bench._table import Load, interleaved, markdown, median_ratio, quartiles, record, write_json
+from raystudy.data import get_dataset
+from raystudy.models import build
+from raystudy.spec import TrialConfig, load_spec
+from raystudy.stacked import train_stacked
+from raystudy.study import trial_labels
+from raystudy.train import train
+from raystudy.trial import LocalReporter, TrialContext, build_split, run_trial
+from raystudy.trial_stack import run_seed_stack
+
+SMOKE = Path(__file__).resolve().parents[1] / "search_spaces" / "smoke.yaml"
+
+
+def smoke_config(steps: int | None = None) -> TrialConfig:
+    config = load_spec(SMOKE).trials()[0]
+    if steps is not None:
+        config = config.model_copy(
+            update={"train": config.train.model_copy(update={"steps": steps})}
+        )
+    return config
+
+
+def _models(config: TrialConfig, dataset: Any, seeds: list[int], device: torch.device) -> list:
+    out = []
+    for seed in seeds:
+        torch.manual_seed(seed)
+        model, objective = build(
+            config.model, dataset.channels, dataset.resolution, dataset.factors.num_factors
+        )
+        out.append((model.to(device), objective))
+    return out
+
+
+def training(
+    size: int, steps: int, rounds: int, device: torch.device, batching: str = "auto"
+) -> dict[str, Any]:
+    config = smoke_config(steps)
+    dataset = get_dataset(config.dataset.name)
+    split = build_split(config, dataset)
+    seeds = list(range(size))
+
+    def lone() -> float:
+        pairs = _models(config, dataset, seeds, device)
+        start = time.perf_counter()
+        for (model, objective), seed in zip(pairs, seeds, strict=True):
+            train(model, objective, dataset, split, config.train, seed=seed, device=device)
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        return time.perf_counter() - start
+
+    def stacked() -> float:
+        pairs = _models(config, dataset, seeds, device)
+        start = time.perf_counter()
+        train_stacked(
+            [m for m, _ in pairs],
+            pairs[0][1],
+            dataset,
+            split,
+            config.train,
+            seeds=seeds,
+            device=device,
+            batching=batching,  # type: ignore[arg-type]
+        )
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        return time.perf_counter() - start
+
+    times = interleaved({"lone": lone, "stacked": stacked}, rounds)
+    per_model_steps = steps * size
+    return {
+        "size": size,
+        "steps": steps,
+        "lone_model_steps_per_s": per_model_steps / statistics.median(times["lone"]),
+        "stacked_model_steps_per_s": per_model_steps / statistics.median(times["stacked"]),
+        "speedup": median_ratio(times["lone"], times["stacked"]),
+        "speedup_quartiles": quartiles(
+            [a / b for a, b in zip(times["lone"], times["stacked"], strict=True)]
+        ),
+    }
+
+
+def whole_trials(size: int) -> dict[str, Any]:
+    """S lone smoke trials vs one stacked trial of S seeds, each in a fresh sqlite store."""
+    config = smoke_config()
+    configs = [config.model_copy(update={"seed": s}) for s in range(size)]
+    labels = trial_labels([{"seed": s} for s in range(size)])
+    walls: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for variant in ("lone", "stacked"):
+            uri = f"sqlite:///{Path(tmp) / variant}.db"
+            experiment = mlflow.MlflowClient(uri).create_experiment(
+                variant, artifact_location=str(Path(tmp) / f"{variant}-artifacts")
+            )
+            ctx = TrialContext(uri, experiment, None, "bench", f"{variant}", variant)
+            start = time.perf_counter()
+            if variant == "lone":
+                for c, label in zip(configs, labels, strict=True):
+                    run_trial(c, dataclasses.replace(ctx, trial_id=label), LocalReporter())
+            else:
+                run_seed_stack(configs, ctx, LocalReporter(), labels)
+            walls[variant] = time.perf_counter() - start
+            print(
+                f"  {variant}: {walls[variant]:.1f} s for {size} models  [{Load.now()}]", flush=True
+            )
+    return {
+        "size": size,
+        "lone_s": walls["lone"],
+        "stacked_s": walls["stacked"],
+        "lone_models_per_hour": 3600 * size / walls["lone"],
+        "stacked_models_per_hour": 3600 * size / walls["stacked"],
+        "speedup": walls["lone"] / walls["stacked"],
+    }
+
+
+def table(payload: dict[str, Any]) -> str:
+    rows = [
+        (
+            r["size"],
+            f"{r['lone_model_steps_per_s']:.1f}",
+            f"{r['stacked_model_steps_per_s']:.1f}",
+            f"{r['speedup']:.2f} ({r['speedup_quartiles'][0]:.2f}-{r['speedup_quartiles'][1]:.2f})",
+        )
+        for r in payload["training"]
+    ]
+    out = markdown(["S", "lone model-steps/s", "stacked model-steps/s", "speed-up (IQR)"], rows)
+    if payload.get("trials"):
+        trows = [
+            (
+                r["size"],
+                f"{r['lone_s']:.0f}",
+                f"{r['stacked_s']:.0f}",
+                f"{r['lone_models_per_hour']:.0f}",
+                f"{r['stacked_models_per_hour']:.0f}",
+                f"{r['speedup']:.2f}",
+            )
+            for r in payload["trials"]
+        ]
+        out += "\n\n" + markdown(
+            ["S", "lone s", "stacked s", "lone models/h", "stacked models/h", "speed-up"], trows
+        )
+    return out
+
+
+def summary(payload: dict[str, Any]) -> list[tuple[str, str]]:
+    """Rows for the combined table (`python -m bench`)."""
+    device = payload.get("device", "cpu")
+    rows = [
+        (
+            f"seeds_per_trial S={r['size']} training ({device})",
+            f"x{r['speedup']:.2f} models/h vs lone runs",
+        )
+        for r in payload["training"]
+    ]
+    rows += [
+        (
+            f"seeds_per_trial S={r['size']} whole trials ({device})",
+            f"{r['stacked_models_per_hour']:.0f} vs {r['lone_models_per_hour']:.0f} models/h "
+            f"(x{r['speedup']:.2f})",
+        )
+        for r in payload.get("trials", [])
+    ]
+    return rows
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1, 2, 4, 8])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=20, help="training steps per round")
+    parser.add_argument("--trials", action="store_true", help="also time whole smoke trials")
+    parser.add_argument("--trial-sizes", type=int, nargs="+", default=[4])
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument(
+        "--batching", choices=["auto", "vmap", "loop"], default="auto", help="see train_stacked"
+    )
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
+    started = Load.now()
+    payload: dict[str, Any] = {
+        "device": args.device,
+        "threads": args.threads,
+        "batching": args.batching,
+        "training": [],
+    }
+    for size in args.sizes:
+        row = training(size, args.steps, args.rounds, device, args.batching)
+        print(f"S={size}: x{row['speedup']:.2f}  [{Load.now()}]", flush=True)
+        payload["training"].append(row)
+    if args.trials:
+        payload["trials"] = [whole_trials(size) for size in args.trial_sizes]
+    print(table(payload))
+    write_json(args.json, record("seeds_per_trial", started, payload))
+
+
+if __name__ == "__main__":
+    main()
