@@ -48,7 +48,7 @@ def preferred_memory_format(model: torch.nn.Module, device: torch.device) -> tor
     ~12% less (`bench/RESULTS.md`, "Training loop"). A model without convolutions (mlp) only
     pays for the layout changes (~8% slower), and on GPU the gain is unmeasured, so both keep
     NCHW. The results equal NCHW training up to float rounding (tests/test_train.py), not
-    bit-for-bit, which is why `train` uses it only when asked to.
+    bit-for-bit, which is why `train` uses it only when asked to (`train.channels_last`).
     """
     convs = (torch.nn.Conv2d, torch.nn.ConvTranspose2d)
     if device.type == "cpu" and any(isinstance(m, convs) for m in model.modules()):
@@ -145,7 +145,7 @@ def train(
     device: torch.device,
     on_progress: ProgressFn | None = None,
     resume_from: dict[str, Any] | None = None,
-    memory_format: torch.memory_format = torch.contiguous_format,
+    memory_format: torch.memory_format | None = None,
 ) -> list[dict[str, float]]:
     """Train `model` in place for `config.steps` steps; returns the reported history.
 
@@ -158,12 +158,19 @@ def train(
     objective's included) and random streams, so on CPU it ends bit-for-bit where an
     uninterrupted run does.
 
-    Weights and images are laid out in `memory_format` while training, NCHW by default;
-    `preferred_memory_format` says when channels-last is faster. The model is handed back in
-    the NCHW layout either way.
+    Speed options: `config.channels_last` lays weights and images out channels-last while
+    training where `preferred_memory_format` says it is faster (`memory_format` overrides the
+    choice); `config.compile` runs the encoder and decoder under `torch.compile`. Both give
+    the same results up to float rounding, and the model is handed back as it came: NCHW,
+    not compiled.
     """
-    layout = memory_format
+    layout = torch.contiguous_format if memory_format is None else memory_format
+    if memory_format is None and config.channels_last:
+        layout = preferred_memory_format(model, device)
     model.to(device=device, memory_format=layout).train()
+    compiled = [model.encoder, model.decoder] if config.compile else []
+    for module in compiled:
+        module.compile()
     rng = np.random.default_rng(seed)
     torch.manual_seed(seed)
     objective.setup(model, device)
@@ -241,5 +248,8 @@ def train(
             }
         if on_progress is not None and (row is not None or state is not None):
             on_progress(step, row, state)
+    for module in compiled:
+        # Evaluation runs other batch sizes under no_grad: compiled, each would compile anew.
+        module._compiled_call_impl = None  # what nn.Module.compile() set
     model.to(memory_format=torch.contiguous_format).eval()
     return history

@@ -188,9 +188,8 @@ def test_objectives_without_own_networks_have_no_state() -> None:
 
 
 def test_training_layout_changes_speed_not_results() -> None:
-    """Conv models may train channels-last (faster on CPU); the numbers equal NCHW training
-    up to float rounding, and the model comes back in the usual layout."""
-    cfg = TrainConfig(steps=6, batch_size=8, lr=1e-3, report_every=2, input_noise=True)
+    """`train.channels_last` lays conv models out channels-last on CPU (faster there); the
+    numbers equal NCHW training up to float rounding, and the model comes back NCHW."""
     _, _, conv, _ = setup()
     _, _, mlp, _ = setup(architecture="mlp")
     assert preferred_memory_format(conv, CPU) == torch.channels_last
@@ -198,7 +197,16 @@ def test_training_layout_changes_speed_not_results() -> None:
     assert preferred_memory_format(conv, torch.device("cuda")) == torch.contiguous_format
 
     runs = []
-    for layout in (torch.contiguous_format, torch.channels_last):
+    for channels_last in (False, True):
+        cfg = TrainConfig(
+            steps=6,
+            batch_size=8,
+            lr=1e-3,
+            report_every=2,
+            input_noise=True,
+            channels_last=channels_last,
+        )
+        layout = torch.channels_last if channels_last else torch.contiguous_format
         ds, split, model, obj = setup()
         seen: list[bool] = []  # whether the conv weights were in `layout` during training
 
@@ -206,9 +214,7 @@ def test_training_layout_changes_speed_not_results() -> None:
             weights = [w for w in (state or {}).get("model", {}).values() if w.dim() == 4]
             seen.extend(w.is_contiguous(memory_format=layout) for w in weights)
 
-        history = train(
-            model, obj, ds, split, cfg, seed=1, device=CPU, on_progress=look, memory_format=layout
-        )
+        history = train(model, obj, ds, split, cfg, seed=1, device=CPU, on_progress=look)
         assert seen and all(seen)
         assert all(p.is_contiguous() for p in model.parameters())
         runs.append((history, model.state_dict()))
@@ -216,3 +222,22 @@ def test_training_layout_changes_speed_not_results() -> None:
     for row, other in zip(nchw, nhwc, strict=True):
         assert other == pytest.approx(row, rel=1e-5)
     assert max((nchw_state[k] - nhwc_state[k]).abs().max().item() for k in nchw_state) < 1e-5
+
+
+@pytest.mark.heavy  # compiling takes 20-80 s on this CPU
+def test_compiled_training_equals_eager_and_hands_back_a_plain_model() -> None:
+    cfg = TrainConfig(steps=4, batch_size=8, lr=1e-3, report_every=2)
+    ds, split, eager, obj = setup()
+    eager_history = train(eager, obj, ds, split, cfg, seed=1, device=CPU)
+    ds, split, model, obj = setup()
+    compiled = cfg.model_copy(update={"compile": True})
+    history = train(model, obj, ds, split, compiled, seed=1, device=CPU)
+    # Evaluation after training must run eagerly: a compiled module would compile anew for
+    # each batch size it meets.
+    assert model.encoder._compiled_call_impl is None
+    assert model.decoder._compiled_call_impl is None
+    for row, other in zip(eager_history, history, strict=True):
+        assert other == pytest.approx(row, rel=1e-4)
+    a, b = eager.state_dict(), model.state_dict()
+    assert a.keys() == b.keys()  # compiling in place leaves the checkpoint keys alone
+    assert max((a[k] - b[k]).abs().max().item() for k in a) < 1e-4
