@@ -115,7 +115,10 @@ def table(rows: list[dict[str, Any]]) -> str:
 def summary(payload: dict[str, Any]) -> list[tuple[str, str]]:
     """Rows for the combined table (`python -m bench`)."""
     return [
-        (f"cpu share: {r['config']}", f"{r['steps_per_s']:.2f} steps/s total")
+        (
+            f"cpu share: {r['config']}",
+            f"{r['steps_per_s']:.2f} steps/s total, x{r['vs_one_trial']:.2f} of 1 x 2 threads",
+        )
         for r in payload["rows"]
     ]
 

@@ -298,8 +298,7 @@ def summary(payload: dict[str, Any]) -> list[tuple[str, str]]:
     if payload.get("mode") == "timed":
         out = [
             (
-                f"study overhead, {r['trials']} trials of {payload['train_seconds']:.0f} s: "
-                f"{r['what']}",
+                f"study overhead, {r['trials']} trials of ~{r['median_run_s']:.0f} s: {r['what']}",
                 f"{r['wall_s']:.0f} s wall, "
                 f"{r['outside_runs_s_per_trial']:.2f} s/trial outside runs",
             )

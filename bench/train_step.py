@@ -269,11 +269,17 @@ def table(rows: list[Row]) -> str:
 
 def summary(payload: dict[str, Any]) -> list[tuple[str, str]]:
     """Rows for the combined table (`python -m bench`)."""
+
+    def compiled(r: dict[str, Any]) -> str:
+        if r.get("compiled") is None:
+            return ""
+        return f", compiled x{r['compiled']:.3f} after {r['compile_s']:.0f} s"
+
     return [
         (
             f"train step {r['dataset']}{' +noise' if r['noise'] else ''}, {r['threads']} thr",
             f"{r['raystudy_steps_per_s']:.2f} steps/s, x{r['overhead']:.3f} vs bare loop "
-            f"(channels-last x{r['channels_last']:.3f})",
+            f"(channels-last x{r['channels_last']:.3f}{compiled(r)})",
         )
         for r in payload["rows"]
     ]

@@ -231,7 +231,13 @@ def test_compiled_training_equals_eager_and_hands_back_a_plain_model() -> None:
     eager_history = train(eager, obj, ds, split, cfg, seed=1, device=CPU)
     ds, split, model, obj = setup()
     compiled = cfg.model_copy(update={"compile": True})
-    history = train(model, obj, ds, split, compiled, seed=1, device=CPU)
+    during: list[bool] = []
+
+    def look(step: int, row: Any, state: Any) -> None:
+        during.append(model.encoder._compiled_call_impl is not None)
+
+    history = train(model, obj, ds, split, compiled, seed=1, device=CPU, on_progress=look)
+    assert during and all(during)
     # Evaluation after training must run eagerly: a compiled module would compile anew for
     # each batch size it meets.
     assert model.encoder._compiled_call_impl is None
