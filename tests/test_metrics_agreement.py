@@ -240,12 +240,15 @@ def dci_reference() -> dict[str, dict[str, float]]:
     }
 
 
+@pytest.mark.parametrize("backend", ["exact", "xgboost"])
 @pytest.mark.parametrize("name", NAMES)
-def test_dci_matches_the_formula(name, dci_reference):
+def test_dci_matches_the_formula(name, backend, dci_reference):
     codes, factors = TREE[name]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fast = evaluate("dci", codes, factors, num_train=N_TREE_TRAIN, num_test=N_TREE_TEST)
+        fast = evaluate(
+            "dci", codes, factors, num_train=N_TREE_TRAIN, num_test=N_TREE_TEST, backend=backend
+        )
     for key, expected in dci_reference[name].items():
         assert fast[key] == pytest.approx(expected, abs=0.02), key
 
@@ -257,7 +260,13 @@ def test_dci_binned_search_matches_while_every_value_has_its_own_bin(name, dci_r
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         binned = evaluate(
-            "dci", codes, factors, num_train=N_TREE_TRAIN, num_test=N_TREE_TEST, max_bins=256
+            "dci",
+            codes,
+            factors,
+            num_train=N_TREE_TRAIN,
+            num_test=N_TREE_TEST,
+            backend="xgboost",
+            max_bins=256,
         )
     for key, expected in dci_reference[name].items():
         assert binned[key] == pytest.approx(expected, abs=0.02), key
@@ -316,5 +325,9 @@ def test_dci_default_matches_sklearn_beyond_256_distinct_values(name, n_train, n
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fast = evaluate("dci", codes, factors, num_train=n_train, num_test=n_test)
+        on_xgboost = evaluate(
+            "dci", codes, factors, num_train=n_train, num_test=n_test, backend="xgboost"
+        )
     for key, value in expected.items():
         assert fast[key] == pytest.approx(value, abs=0.02), key
+        assert on_xgboost[key] == pytest.approx(value, abs=0.02), key

@@ -16,7 +16,10 @@ over all trees, normalised to sum to 1.
 
 sklearn grows those trees with an exact, single-threaded split search that sorts each
 node's values again: ~300 s for DCI on 10,000 points, five dSprites factors and ten codes on
-two cores. Here xgboost grows them, with the same criterion: fed gradient -r and unit
+two cores. Here they grow either with ``grower="exact"``
+(:mod:`raystudy.metrics._exact_trees`: sklearn's own search, all trees of a stage in one
+compiled pass per level; the rest of this docstring is about the other grower) or with
+``grower="xgboost"``, with the same criterion: fed gradient -r and unit
 hessian, with no L2 penalty and a minimum child weight of 1 (sklearn's min_samples_leaf),
 xgboost's split gain is exactly the decrease of the residuals' sum of squares, so its
 "loss_changes" are sklearn's importances. By default xgboost's exact method grows them
@@ -52,11 +55,17 @@ from __future__ import annotations
 import itertools
 import json
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import xgboost as xgb
 from numpy.typing import NDArray
 from scipy.special import expit, softmax
+
+from raystudy.metrics._exact_trees import apply_stage, grow_stage, sort_columns
+
+Grower = Literal["xgboost", "exact"]
+GROWERS: tuple[str, ...] = ("xgboost", "exact")
 
 #: Random column orders the stages cycle through, each followed by its reverse (see the
 #: module docstring on ties).
@@ -149,6 +158,7 @@ def fit_boosted_trees(
     seed: int = 0,
     n_jobs: int = 1,
     device: str = "cpu",
+    grower: Grower = "xgboost",
 ) -> BoostedTrees:
     """sklearn's ``GradientBoostingClassifier`` (log loss, friedman_mse trees), on xgboost.
 
@@ -165,16 +175,28 @@ def fit_boosted_trees(
         n_jobs: xgboost threads.
         device: xgboost device, "cpu" or "cuda" (which has no exact method: there the
             exact search is a histogram with one bin per distinct value).
+        grower: "xgboost" grows the trees with xgboost (above); "exact" with
+            :mod:`raystudy.metrics._exact_trees` (sklearn's search itself, compiled; CPU,
+            ``max_bins`` None only).
 
     Returns:
         Normalised importances (D,) and predicted class indices for train and each eval set.
     """
+    if grower not in GROWERS:
+        raise ValueError(f"unknown grower {grower!r}; choose one of {', '.join(GROWERS)}")
     # sklearn's trees see float32 inputs, so do ours.
     x32 = np.asarray(x_train, dtype=np.float32)
     eval32 = np.concatenate([np.asarray(x, dtype=np.float32) for x in x_eval] or [x32[:0]])
     n, num_features = x32.shape
     outputs = 1 if num_classes == 2 else num_classes
     rng = np.random.default_rng(seed)
+    if grower == "exact":
+        if max_bins is not None or device != "cpu":
+            raise ValueError("the exact grower searches every threshold, on the CPU only")
+        raw, raw_eval, gain = _boost_exact(
+            x32, eval32, labels, num_classes, n_estimators, learning_rate, max_depth, rng
+        )
+        return _result(raw, raw_eval, gain, outputs, x_eval)
     # n bins hold every distinct value: the exact search's candidates.
     bins = make_bins(x32, n if max_bins is None else max_bins)
     binned = apply_bins(x32, bins)
@@ -209,14 +231,8 @@ def fit_boosted_trees(
         params["num_class"] = outputs
     booster = xgb.Booster(params, [train_sets[int(stage_perm[0])]])
 
-    # sklearn starts from the log class priors (its DummyClassifier "prior" init).
-    prior = np.bincount(labels, minlength=num_classes) / n
-    init = np.log(prior[1:] / prior[:1]) if outputs == 1 else np.log(prior)
-    raw = np.tile(init, (n, 1))
-    raw_eval = np.tile(init, (len(eval32), 1))
-    onehot = labels[:, None] == (np.arange(outputs) + (outputs == 1))
+    raw, raw_eval, onehot = _initial_scores(labels, num_classes, len(eval32))
     hess = np.ones((n, outputs), dtype=np.float32)
-    shrink = 1.0 if outputs == 1 else (num_classes - 1) / num_classes
     # Node ids of a depth-d xgboost tree are < 2^(d+1) - 1; one flat id per (tree, node)
     # lets a single bincount do every tree's Newton step.
     slots = 2 ** (max_depth + 1) - 1
@@ -232,10 +248,7 @@ def fit_boosted_trees(
         trees = _stage_trees(stage, perm, outputs, slots, gain)
         leaves = stage.predict(train_set, pred_leaf=True).reshape(n, outputs).astype(np.int64)
         flat = leaves + offsets
-        numerator = np.bincount(flat.ravel(), residual.ravel(), outputs * slots)
-        denominator = np.bincount(flat.ravel(), (p * (1 - p)).ravel(), outputs * slots)
-        step = np.zeros(outputs * slots)
-        np.divide(shrink * numerator, denominator, out=step, where=denominator != 0)
+        step = _newton_step(flat, residual, p, num_classes, slots)
         raw += learning_rate * step[flat]
         if len(eval32):
             leaves_t = np.ascontiguousarray(leaves.T, dtype=np.int32)
@@ -243,6 +256,54 @@ def fit_boosted_trees(
             eval_leaves = _apply_trees(trees, thresholds, eval_t, max_depth)
             raw_eval += learning_rate * step[(eval_leaves + offsets[:, None]).T]
 
+    return _result(raw, raw_eval, gain, outputs, x_eval)
+
+
+def _initial_scores(
+    labels: NDArray[np.int64], num_classes: int, num_eval: int
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]:
+    """sklearn's start: raw scores at the log class priors (its DummyClassifier "prior"
+    init) for the training and eval rows, and the one-hot targets (one column for two
+    classes)."""
+    outputs = 1 if num_classes == 2 else num_classes
+    prior = np.bincount(labels, minlength=num_classes) / len(labels)
+    init = np.log(prior[1:] / prior[:1]) if outputs == 1 else np.log(prior)
+    onehot = labels[:, None] == (np.arange(outputs) + (outputs == 1))
+    return np.tile(init, (len(labels), 1)), np.tile(init, (num_eval, 1)), onehot
+
+
+def _newton_step(
+    flat: NDArray[np.int64],
+    residual: NDArray[np.float64],
+    p: NDArray[np.float64],
+    num_classes: int,
+    slots: int,
+) -> NDArray[np.float64]:
+    """Every leaf's value w_L (see the module docstring), indexed by flat (tree, node) id.
+
+    Args:
+        flat: (N, trees) flat id tree * slots + leaf of every training row.
+        residual: (N, trees) y - p.
+        p: (N, trees) predicted probabilities.
+        num_classes: K (the (K - 1) / K factor applies from three classes).
+        slots: node ids per tree.
+    """
+    size = residual.shape[1] * slots
+    numerator = np.bincount(flat.ravel(), residual.ravel(), size)
+    denominator = np.bincount(flat.ravel(), (p * (1 - p)).ravel(), size)
+    shrink = 1.0 if num_classes == 2 else (num_classes - 1) / num_classes
+    step = np.zeros(size)
+    np.divide(shrink * numerator, denominator, out=step, where=denominator != 0)
+    return step
+
+
+def _result(
+    raw: NDArray[np.float64],
+    raw_eval: NDArray[np.float64],
+    gain: NDArray[np.float64],
+    outputs: int,
+    x_eval: list[NDArray[np.float64]],
+) -> BoostedTrees:
     total = gain.sum()
     importance = gain / total if total > 0 else gain
     pred_train, pred_eval = _labels(raw, outputs), _labels(raw_eval, outputs)
@@ -250,6 +311,43 @@ def fit_boosted_trees(
     return BoostedTrees(
         importance, pred_train, [pred_eval[a:b] for a, b in itertools.pairwise(bounds)]
     )
+
+
+def _boost_exact(
+    x32: NDArray[np.float32],
+    eval32: NDArray[np.float32],
+    labels: NDArray[np.int64],
+    num_classes: int,
+    n_estimators: int,
+    learning_rate: float,
+    max_depth: int,
+    rng: np.random.Generator,
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """The boosting loop of :func:`fit_boosted_trees` with the exact grower.
+
+    Returns the raw scores of the training and eval rows and the summed split gains.
+    """
+    num_features = x32.shape[1]
+    outputs = 1 if num_classes == 2 else num_classes
+    x32 = np.ascontiguousarray(x32)
+    columns = sort_columns(x32)
+    # Per stage, one feature order (the tie rule; see the module docstring), as for xgboost.
+    orders = [rng.permutation(num_features) for _ in range(NUM_ORDERS)]
+    perms = [p for order in orders for p in (order, order[::-1].copy())]
+    raw, raw_eval, onehot = _initial_scores(labels, num_classes, len(eval32))
+    slots = 2 ** (max_depth + 1) - 1
+    offsets = np.arange(outputs) * slots
+    gain = np.zeros(num_features)
+    for m in range(n_estimators):
+        p = expit(raw) if outputs == 1 else softmax(raw, axis=1)
+        residual = onehot - p
+        stage = grow_stage(x32, columns, residual, perms[m % len(perms)], max_depth, gain)
+        flat = stage.leaf + offsets
+        step = _newton_step(flat, residual, p, num_classes, slots)
+        raw += learning_rate * step[flat]
+        if len(eval32):
+            raw_eval += learning_rate * step[apply_stage(stage, eval32, max_depth) + offsets]
+    return raw, raw_eval, gain
 
 
 @dataclass(frozen=True)

@@ -15,20 +15,25 @@ with its defaults on 10,000 train / 5,000 test points, importances = ``feature_i
 informativeness reported as ACCURACY although the reference names it "err".
 
 Backends. ``backend="sklearn"`` is the reference itself (314 s on this project's two-core
-machine for five dSprites factors, ten codes, 10,000 + 5,000 points). ``backend="xgboost"``
-(default) is the same algorithm — sklearn's trees with its exact split search, Newton leaf
-values, node-local thresholds and impurity importances — grown by xgboost's exact method
-(see :mod:`raystudy.metrics._boosting`), several times faster. D, C, I and I_train agree
-with sklearn's up to the effect of tie-breaking: within 0.002 on the conv VAE codes of
-bench/metrics.py and on 10,000 noisy synthetic codes (the tests check 0.02).
+machine for five dSprites factors, ten codes, 10,000 + 5,000 points). The two others run the
+same algorithm — sklearn's trees with its exact split search, Newton leaf values, node-local
+thresholds and impurity importances (see :mod:`raystudy.metrics._boosting`) — faster:
+``backend="exact"`` (default) grows every tree of a boosting stage in one compiled pass
+per level over columns sorted once (:mod:`raystudy.metrics._exact_trees`: node for node
+sklearn's trees, checked in the tests); ``backend="xgboost"`` grows them with xgboost's
+exact method, and is the one with a GPU path (``device="cuda"``) and a histogram option.
+D, C, I and I_train of both agree with sklearn's up to the effect of tie-breaking and float
+rounding, which sends long ensembles down different but equally good paths: within 0.01 on
+the conv VAE codes of bench/metrics.py and on 10,000 noisy synthetic codes (the tests check
+0.02). bench/RESULTS.md has the timings.
 
-``max_bins=256`` (or any number) trades that agreement for speed: split candidates become
-255 quantiles per dimension, searched by histogram, 2-4x faster at 10,000 points. It
-changes nothing while a code dimension has at most that many distinct values, but beyond,
-it is coarser than sklearn: on the VAE codes I_train fell by 0.047 (sklearn's exact search
-lets late trees isolate single training points, which only the training accuracy rewards),
-and on noisy synthetic codes D and C by 0.02 (10,000 points; 256 to 2,048 bins) to 0.05
-(1,000 points, 256 bins).
+``max_bins=256`` (or any number; xgboost backend) trades that agreement for speed: split
+candidates become 255 quantiles per dimension, searched by histogram. It changes nothing
+while a code dimension has at most that many distinct values, but beyond, it is coarser
+than sklearn: on the VAE codes I_train fell by 0.047 (sklearn's exact search lets late
+trees isolate single training points, which only the training accuracy rewards), and on
+noisy synthetic codes D and C by 0.02 (10,000 points; 256 to 2,048 bins) to 0.05 (1,000
+points, 256 bins).
 
 Differences from the reference, for inputs it never meets (each with a
 :class:`~raystudy.metrics._checks.MetricWarning`):
@@ -56,8 +61,8 @@ from raystudy.metrics._boosting import fit_boosted_trees
 from raystudy.metrics._checks import prepare, varying_factors, warn_single_valued
 from raystudy.metrics.registry import register_metric
 
-Backend = Literal["xgboost", "sklearn"]
-BACKENDS: tuple[str, ...] = ("xgboost", "sklearn")
+Backend = Literal["exact", "xgboost", "sklearn"]
+BACKENDS: tuple[str, ...] = ("exact", "xgboost", "sklearn")
 #: Split candidates per code dimension for the xgboost backend: None, every threshold
 #: between distinct values, as sklearn (see the module docstring).
 MAX_BINS: int | None = None
@@ -91,7 +96,7 @@ def importance_matrix(
     codes_test: ArrayLike,
     factors_test: ArrayLike,
     *,
-    backend: Backend = "xgboost",
+    backend: Backend = "exact",
     seed: int = 0,
     n_jobs: int = 1,
     max_bins: int | None = MAX_BINS,
@@ -107,10 +112,11 @@ def importance_matrix(
         factors_train: (N, K) int array of factor indices.
         codes_test: (M, D) float array.
         factors_test: (M, K) int array.
-        backend: "xgboost" (sklearn's algorithm on xgboost trees, fast) or "sklearn"
+        backend: "exact" (sklearn's algorithm, compiled: fastest on CPU), "xgboost" (the
+            same on xgboost's trees; GPU and histogram options) or "sklearn"
             (``GradientBoostingClassifier()`` defaults: the reference, slow).
         seed: random state of the classifiers.
-        n_jobs: threads per xgboost model (the sklearn booster is single-threaded).
+        n_jobs: threads per xgboost model (the exact and sklearn backends use one).
         max_bins: split candidates per code dimension (xgboost backend): None, all of
             them (sklearn's search); a number, at most that many quantile bins (faster).
         device: xgboost device, "cpu" or "cuda" (xgboost backend).
@@ -139,7 +145,7 @@ def fit_factor_classifiers(
     codes_test: ArrayLike,
     factors_test: ArrayLike,
     *,
-    backend: Backend = "xgboost",
+    backend: Backend = "exact",
     seed: int = 0,
     n_jobs: int = 1,
     max_bins: int | None = MAX_BINS,
@@ -148,6 +154,11 @@ def fit_factor_classifiers(
     """:func:`importance_matrix` as a :class:`FactorClassifiers`, reusing the last fit."""
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    if backend == "exact" and (max_bins is not None or device != "cpu"):
+        raise ValueError(
+            f"backend='exact' searches every threshold on the CPU; max_bins={max_bins!r} and "
+            f"device={device!r} are options of backend='xgboost'"
+        )
     x_train, y_train = _as_pair(codes_train, factors_train)
     x_test, y_test = _as_pair(codes_test, factors_test)
     if x_train.shape[1] != x_test.shape[1] or y_train.shape[1] != y_test.shape[1]:
@@ -184,6 +195,7 @@ def fit_factor_classifiers(
                 seed=seed,
                 n_jobs=n_jobs,
                 device=device,
+                grower="exact" if backend == "exact" else "xgboost",
             )
             pred_train, pred_test = trees.pred_train, trees.pred_eval[0]
             importance[:, k] = trees.importance
@@ -231,7 +243,7 @@ def dci(
     codes_test: ArrayLike,
     factors_test: ArrayLike,
     *,
-    backend: Backend = "xgboost",
+    backend: Backend = "exact",
     seed: int = 0,
     n_jobs: int = 1,
     max_bins: int | None = MAX_BINS,

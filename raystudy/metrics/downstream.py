@@ -44,7 +44,7 @@ def downstream_gbt(
     seed: int = 0,
     n_jobs: int = 1,
     train_sizes: Sequence[int] = TRAIN_SIZES,
-    backend: Backend = "xgboost",
+    backend: Backend = "exact",
     max_bins: int | None = MAX_BINS,
     device: str = "cpu",
 ) -> dict[str, float]:
