@@ -285,10 +285,22 @@ class ResourcesConfig(_Strict):
     gpu: float = Field(
         0.0, ge=0.0, description="GPUs per trial, fractional to share one; ignored without GPUs"
     )
-    autoscale: bool = Field(
-        False,
-        description="the cluster's autoscaler adds nodes: request resources no node has yet",
+    autoscale: Literal["auto"] | bool = Field(
+        "auto",
+        description="which nodes a request may wait for: auto = existing ones and the node "
+        "types the cluster's autoscaler can launch (raystudy.resources); true = trust the "
+        "request as written; false = existing nodes only",
     )
+
+    @field_validator("autoscale", mode="before")
+    @classmethod
+    def _auto_true_false(cls, v: Any) -> Any:
+        # One clear message instead of pydantic's two (one per member of the union).
+        if isinstance(v, bool):
+            return v
+        if isinstance(v, str) and v.lower() in ("auto", "true", "false"):
+            return {"auto": "auto", "true": True, "false": False}[v.lower()]
+        raise ValueError("expected auto, true or false")  # the caller adds what it got
 
     @field_validator("gpu")
     @classmethod

@@ -27,6 +27,7 @@ import yaml
 from ray.tune.search.optuna import OptunaSearch
 
 import raystudy
+from raystudy.resources import ResourceError, cluster_request
 from raystudy.search import define_by_run
 from raystudy.spec import StudySpec, TrialConfig, deep_merge, flatten, varying
 from raystudy.tracking import StudyTracker, TrackingUnreachable, default_uri, sync_run
@@ -237,36 +238,19 @@ def connect(address: str | None) -> None:
     if address:
         ray.init(address=address, log_to_driver=True)
     else:
-        ray.init(include_dashboard=False, log_to_driver=True)
+        # "local": always a cluster of our own; a bare ray.init() would join any other local
+        # cluster named in /tmp/ray (another user's study, a test run).
+        ray.init(address="local", include_dashboard=False, log_to_driver=True)
 
 
 def trial_resources(spec: StudySpec) -> dict[str, float]:
-    """What each trial asks for, fitted to the cluster we are connected to.
-
-    A trial asking for a GPU on a cluster without one would pend forever without an error, so
-    the same YAML runs on CPU there (unless `resources.autoscale` says GPU nodes will come);
-    a request no node can ever satisfy fails now, saying what was asked and what exists.
-    """
-    import ray
-
+    """What each trial asks for, fitted to the cluster we are connected to and the node types
+    its autoscaler can launch (`raystudy.resources`); StudyError when nothing can hold it."""
     want = spec.resources
-    nodes = [n for n in ray.nodes() if n.get("Alive")]
-    node_cpus = [n["Resources"].get("CPU", 0.0) for n in nodes]
-    node_gpus = [n["Resources"].get("GPU", 0.0) for n in nodes]
-    exists = ", ".join(f"{c:g} CPU/{g:g} GPU" for c, g in zip(node_cpus, node_gpus, strict=True))
-    gpu = want.gpu
-    if gpu > 0 and not any(node_gpus) and not want.autoscale:
-        print(f"No GPU in the Ray cluster: the {spec.name!r} trials run on CPU.", flush=True)
-        gpu = 0.0
-    if want.autoscale:
-        return {"cpu": want.cpu, "gpu": gpu}
-    if not any(c >= want.cpu and g >= gpu for c, g in zip(node_cpus, node_gpus, strict=True)):
-        raise StudyError(
-            f"each trial asks for resources.cpu={want.cpu:g} and resources.gpu={gpu:g} on one "
-            f"node, but no node of this Ray cluster has that (nodes: {exists}); Ray would leave "
-            "the trials pending forever"
-        )
-    return {"cpu": want.cpu, "gpu": gpu}
+    try:
+        return cluster_request(want.cpu, want.gpu, want.autoscale, spec.name)
+    except ResourceError as exc:
+        raise StudyError(str(exc)) from None
 
 
 class FinalMetricOptunaSearch(OptunaSearch):

@@ -13,6 +13,6 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 def ray_local():
     import ray
 
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield ray
     ray.shutdown()

@@ -45,6 +45,7 @@ def cluster():
         for key, value in SHORT_RETRIES.items():
             env.setenv(key, value)
         ray.init(
+            address="local",
             num_cpus=2,
             include_dashboard=False,
             log_to_driver=False,

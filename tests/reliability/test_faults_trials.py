@@ -30,7 +30,7 @@ def cluster():
     """One local Ray for the module, with a logical GPU (what the over-ask is measured against)."""
     import ray
 
-    ray.init(num_cpus=2, num_gpus=1, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=2, num_gpus=1, include_dashboard=False, log_to_driver=False)
     yield ray
     ray.shutdown()
 
