@@ -468,6 +468,8 @@ def _finish(
     ok = StudyOutcome(info, states, wall_s).ok
     try:
         synced = sync_from_tune(tracker, info)
+        # Every trial has stopped by now: a run still open lost its process mid-way.
+        tracker.close_running_trials()
         tracker.log_metrics(
             {"study/trials_finished": states.get("TERMINATED", 0), "study/wall_s": wall_s}
         )

@@ -32,6 +32,8 @@ STUDY_TAG = "raystudy.study"
 PARENT_TAG = "mlflow.parentRunId"
 #: On a run (re)written from Tune's storage because the store was unreachable when it ran.
 SYNCED_TAG = "raystudy.synced_from"
+#: Set on a trial run the driver closed at the study's end (its trial never did).
+CLOSED_TAG = "raystudy.closed_by"
 # MLflow caps one log_batch call at 1000 metrics / 100 params.
 _MAX_METRICS, _MAX_PARAMS = 1000, 100
 
@@ -206,6 +208,25 @@ class StudyTracker:
         with reaching(self.uri):
             self.client.set_terminated(self.parent_run_id, status=status)
 
+    def close_running_trials(self) -> int:
+        """Mark KILLED every trial run still RUNNING; returns how many.
+
+        Called once Tune has stopped every trial: a run still open then belongs to a trial
+        whose process ended without closing it (a scheduler stopped it while it was busy
+        evaluating, or its worker was killed), and would otherwise read as running forever.
+        """
+        closed = 0
+        with reaching(self.uri):
+            for run in self.client.search_runs(
+                [self.experiment_id],
+                filter_string=f"tags.`{ROLE_TAG}` = 'trial' and attributes.status = 'RUNNING'",
+                max_results=50_000,
+            ):
+                self.client.set_tag(run.info.run_id, CLOSED_TAG, "study_end")
+                self.client.set_terminated(run.info.run_id, status="KILLED")
+                closed += 1
+        return closed
+
     def trial_statuses(self) -> dict[str, str]:
         """Run name (= Tune trial name) -> MLflow status of every trial run (all pages)."""
         statuses: dict[str, str] = {}
@@ -307,6 +328,8 @@ class TrialRun:
                 if found[0].info.status == "FINISHED":
                     return cls(client, run_id, finished=dict(found[0].data.metrics))
                 retry_busy(lambda: client.update_run(run_id, status="RUNNING"))
+                if CLOSED_TAG in found[0].data.tags:  # the trial is back: no longer closed
+                    retry_busy(lambda: client.delete_tag(run_id, CLOSED_TAG))
                 return cls(client, run_id)
             all_tags = {ROLE_TAG: "trial", TRIAL_ID_TAG: trial_id, **tags}
             if parent_run_id:

@@ -1,0 +1,37 @@
+"""Trial runs a dead trial left open are closed when the study ends, and reopened on resume."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mlflow import MlflowClient
+
+from raystudy.tracking import CLOSED_TAG, StudyTracker, TrialRun, default_uri
+
+
+def test_runs_left_running_are_killed_at_study_end_and_reopen_clean(tmp_path: Path) -> None:
+    uri = default_uri(tmp_path)
+    tracker = StudyTracker.start(uri, "s", tmp_path / "mlartifacts", tags={})
+
+    def trial(trial_id: str) -> TrialRun:
+        return TrialRun.open(
+            uri, tracker.experiment_id, trial_id, f"t_{trial_id}", {"seed": 1}, {}, None
+        )
+
+    done, dead, failed = trial("a"), trial("b"), trial("c")
+    done.finish("FINISHED")
+    failed.finish("FAILED")
+    # "b" never closes its run: its process was stopped mid-evaluation.
+    assert tracker.close_running_trials() == 1
+    client = MlflowClient(uri)
+    statuses = tracker.trial_statuses()
+    assert statuses == {"t_a": "FINISHED", "t_b": "KILLED", "t_c": "FAILED"}
+    assert client.get_run(dead.run_id).data.tags[CLOSED_TAG] == "study_end"
+    assert CLOSED_TAG not in client.get_run(done.run_id).data.tags
+    assert tracker.close_running_trials() == 0
+
+    # Resumed, the trial finds its run again: running, and no longer marked closed.
+    again = trial("b")
+    assert again.run_id == dead.run_id
+    run = client.get_run(dead.run_id)
+    assert run.info.status == "RUNNING" and CLOSED_TAG not in run.data.tags
