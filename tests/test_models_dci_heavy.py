@@ -6,19 +6,21 @@ Run it (prints the scores)::
 
     python -m pytest tests/test_models_dci_heavy.py -m heavy -s
 
-Recorded once at the default budget on this project's 2-core CPU, shared with other jobs
-(30 min wall, 23 min CPU): DCI-D 0.118 (beta 1), 0.054 (beta 8), 0.369 (Ada-GVAE, beta 8,
-k 1). Ada-GVAE came out clearly ahead; beta 8 did NOT beat beta 1 at 1000 steps, so the first
-assertion failed there. The assertions state the expected result, not that recorded run.
-
-`RAYSTUDY_DCI_STEPS` changes the step budget (default 1000), `RAYSTUDY_DCI_THREADS` the torch
-threads (default 2).
+The models train in separate processes, ``RAYSTUDY_DCI_WORKERS`` (default 2) at a time with
+``RAYSTUDY_DCI_THREADS`` torch threads each (default 1: on two cores, two one-thread trainings
+beat one two-thread one, bench/RESULTS.md "CPU threads per trial"); ``RAYSTUDY_DCI_STEPS``
+sets the step budget. The README records the runs: at 1,000 and 3,000 steps Ada-GVAE came out
+clearly ahead (DCI-D 0.37, 0.45), but no beta-VAE had organised its codes yet (0.03-0.12,
+beta 8 not above beta 1), so the first assertion failed there. The assertions state the
+expected result, not those runs.
 """
 
 from __future__ import annotations
 
 import os
 import time
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
 
 import numpy as np
 import pytest
@@ -31,17 +33,20 @@ from raystudy.spec import ModelConfig, TrainConfig
 from raystudy.train import train
 from raystudy.trial import encode_means
 
-STEPS = int(os.environ.get("RAYSTUDY_DCI_STEPS", "1000"))
-THREADS = int(os.environ.get("RAYSTUDY_DCI_THREADS", "2"))
+STEPS = int(os.environ.get("RAYSTUDY_DCI_STEPS", "3000"))
+THREADS = int(os.environ.get("RAYSTUDY_DCI_THREADS", "1"))
+WORKERS = int(os.environ.get("RAYSTUDY_DCI_WORKERS", "2"))
 TRAIN = TrainConfig(steps=STEPS, batch_size=64, lr=5e-4, report_every=max(1, STEPS // 5))
 MODELS = {
     "beta_vae(beta=1)": ModelConfig(objective="beta_vae", beta=1.0),
+    "beta_vae(beta=4)": ModelConfig(objective="beta_vae", beta=4.0),
     "beta_vae(beta=8)": ModelConfig(objective="beta_vae", beta=8.0),
     "ada_gvae(beta=8, k=1)": ModelConfig(objective="ada_gvae", beta=8.0, k=1),
 }
 
 
 def dci_after_training(config: ModelConfig, seed: int = 0) -> dict[str, float]:
+    torch.set_num_threads(THREADS)
     cpu = torch.device("cpu")
     ds = get_dataset("dsprites")
     split = get_split("iid", ds)
@@ -65,19 +70,20 @@ def dci_after_training(config: ModelConfig, seed: int = 0) -> dict[str, float]:
 
 @pytest.mark.heavy
 def test_beta_and_weak_supervision_raise_dci_disentanglement() -> None:
-    before = torch.get_num_threads()
-    torch.set_num_threads(THREADS)
-    try:
-        results = {name: dci_after_training(cfg) for name, cfg in MODELS.items()}
-    finally:
-        torch.set_num_threads(before)
-    print(f"\ndsprites, conv, iid split, {STEPS} steps x 64 images, Adam lr 5e-4, seed 0:")
+    # spawn: a fresh interpreter per worker, not a fork of pytest's threads.
+    with ProcessPoolExecutor(WORKERS, mp_context=get_context("spawn")) as pool:
+        futures = {name: pool.submit(dci_after_training, cfg) for name, cfg in MODELS.items()}
+        results = {name: f.result() for name, f in futures.items()}
+    print(
+        f"\ndsprites, conv, iid split, {STEPS} steps x 64 images, Adam lr 5e-4, seed 0, "
+        f"{WORKERS} at a time x {THREADS} thread(s):"
+    )
     for name, r in results.items():
         print(
             f"  {name:24s} DCI-D {r['dci_d']:.3f}  C {r['dci_c']:.3f}  I {r['dci_i']:.3f}  "
             f"recon {r['recon']:.1f}  KL {r['kl']:.1f}  ({r['train_seconds']:.0f} s)"
         )
     d = {name: r["dci_d"] for name, r in results.items()}
-    beta1, beta8, ada = d.values()
-    assert beta8 > beta1 + 0.05
-    assert ada > max(beta1, beta8)
+    beta1, beta4, beta8, ada = d.values()
+    assert max(beta4, beta8) > beta1 + 0.05
+    assert ada > max(beta1, beta4, beta8)
