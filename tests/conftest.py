@@ -1,4 +1,6 @@
-"""Shared fixtures: a real local Ray cluster per test module that needs one (~5 s start-up)."""
+"""Shared fixtures: one real local Ray cluster per test process (~5 s start-up), shared by the
+modules that need a plain one; modules that need another (several nodes, a logical GPU) call
+`fresh_ray()` first and the next module using `ray_local` starts the plain one again."""
 
 from __future__ import annotations
 
@@ -9,10 +11,24 @@ import pytest
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
 
-@pytest.fixture(scope="module")
-def ray_local():
+def fresh_ray() -> None:
+    """End the shared cluster (if up) so that a module can start a Ray of its own."""
     import ray
 
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield ray
-    ray.shutdown()
+    if ray.is_initialized():
+        ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def _ray_session():
+    yield
+    fresh_ray()
+
+
+@pytest.fixture(scope="module")
+def ray_local(_ray_session):
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    return ray

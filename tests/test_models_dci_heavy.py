@@ -4,7 +4,7 @@ weakly supervised Ada-GVAE higher than both.
 
 Run it (prints the scores)::
 
-    python -m pytest tests/test_models_dci_heavy.py -m heavy -s
+    python -m pytest tests/test_models_dci_heavy.py -m heavy -s -n 0
 
 The models train in separate processes, ``RAYSTUDY_DCI_WORKERS`` (default 2) at a time with
 ``RAYSTUDY_DCI_THREADS`` torch threads each (default 1: on two cores, two one-thread trainings

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import fresh_ray
 from ray.autoscaler._private.util import prepare_config
 from tiny import ROOT, SMOKE
 
@@ -391,6 +392,7 @@ def test_autoscaler_with_a_gpu_node_type_gets_the_gpu_request(
     }
     path = tmp_path / "autoscaling.json"
     path.write_text(json.dumps(config))
+    fresh_ray()
     cluster = Cluster(
         initialize_head=True,
         head_node_args={"num_cpus": 1, "gcs_server_port": port, "autoscaling_config": str(path)},

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import fresh_ray
 from typer.testing import CliRunner
 
 from raystudy.spec import (
@@ -134,6 +135,7 @@ def test_cli_rejects_a_bad_spec_before_ray_starts(tmp_path: Path) -> None:
 
     from raystudy.cli import app
 
+    fresh_ray()  # the shared test cluster of an earlier module in this process
     path = write(tmp_path, "name: s\nmodel: {objective: nope}\n")
     result = CliRunner().invoke(app, ["run", str(path), "--output", str(tmp_path / "out")])
     assert result.exit_code == 2

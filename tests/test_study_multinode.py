@@ -6,6 +6,7 @@ from pathlib import Path
 
 import mlflow
 import pytest
+from conftest import fresh_ray
 from tiny import LIGHT, SMOKE, tiny
 
 from raystudy.spec import load_spec
@@ -18,6 +19,7 @@ def cluster():
     from ray.cluster_utils import Cluster
 
     # Logical resources: the 2 real cores are shared, the counts are what Ray schedules by.
+    fresh_ray()
     nodes = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
     cpu_node = nodes.add_node(num_cpus=2)
     gpu_node = nodes.add_node(num_cpus=2, num_gpus=1)

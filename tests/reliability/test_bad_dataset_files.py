@@ -12,6 +12,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
+from conftest import fresh_ray
 from typer.testing import CliRunner
 
 from raystudy.cli import app
@@ -305,6 +306,7 @@ def test_resume_checks_the_files_again_but_reading_results_needs_none(tmp_path: 
     # ...resuming runs trials, which do: refused before Ray, naming the file and the field.
     with pytest.raises(StudyError, match=rf"dataset\.options\.path: dataset file '{gone}'"):
         load_study_spec(study_dir, check_data=True)
+    fresh_ray()  # a shared test cluster of an earlier module in this process
     result = CliRunner().invoke(app, ["resume", "s", "--output", str(tmp_path)])
     assert result.exit_code == 2 and "not found" in result.output, result.output
     assert not ray.is_initialized()

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import fresh_ray
 from typer.testing import CliRunner
 
 from raystudy.cli import app
@@ -306,6 +307,7 @@ def test_cli_refuses_a_bad_dataset_before_ray_or_the_study_folder(
     args = [command, str(bad), "--output", str(tmp_path / "out")]
     if command == "plan":
         args = [command, str(bad), "--no-calibrate"]
+    fresh_ray()  # a shared test cluster of an earlier module in this process
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 2, result.output
     assert f"{bad}: split.scenarios.s.test.hue[0]: index 40 is out of range" in result.output

@@ -16,6 +16,7 @@ from pathlib import Path
 import mlflow
 import pandas as pd
 import pytest
+from conftest import fresh_ray
 from faults import TRAIN_KEYS, finished_runs, trial_runs, wait_for, writer
 from mlflow_server import MlflowServer
 from tiny import LIGHT, SMOKE, tiny
@@ -44,6 +45,7 @@ def cluster():
     with pytest.MonkeyPatch.context() as env:
         for key, value in SHORT_RETRIES.items():
             env.setenv(key, value)
+        fresh_ray()
         ray.init(
             address="local",
             num_cpus=2,

@@ -14,6 +14,7 @@ from pathlib import Path
 import mlflow
 import pandas as pd
 import pytest
+from conftest import fresh_ray
 from faults import descendants, trial_runs, tune_rows, wait_for
 from tiny import LIGHT, SMOKE, tiny
 from typer.testing import CliRunner
@@ -30,6 +31,7 @@ def cluster():
     """One local Ray for the module, with a logical GPU (what the over-ask is measured against)."""
     import ray
 
+    fresh_ray()
     ray.init(address="local", num_cpus=2, num_gpus=1, include_dashboard=False, log_to_driver=False)
     yield ray
     ray.shutdown()
