@@ -449,7 +449,7 @@ def apply_overrides(raw: dict[str, Any], overrides: Iterable[str], source: str) 
         if not sep or not path.strip():
             raise SpecError(source, [("--set", f"{item!r} is not of the form dotted.path=value")])
         try:
-            value = yaml.safe_load(text)
+            value = yaml.load(text, Loader=SpecLoader)  # the spec file's rules, merge cap too
         except (yaml.YAMLError, RecursionError) as exc:
             raise SpecError(
                 source, [(f"--set {path}", f"value is not valid YAML: {exc}")]
@@ -711,6 +711,21 @@ class SpecLoader(yaml.SafeLoader):
     """`yaml.safe_load`'s loader (plain data only, no Python tags), refusing a key that a
     mapping repeats: YAML forbids it, yet PyYAML keeps the last value and silently drops the
     first (`train:` written twice loses half of the training settings)."""
+
+    def flatten_mapping(self, node: yaml.MappingNode) -> None:
+        # PyYAML copies the entries of every merged mapping (`<<: [*a, *a, ...]`) into the
+        # merging one, level by level: ten references per level grow tenfold per level and a
+        # few lines hang the loader. Merged mappings are flattened before their users, so a
+        # cap checked here stops the growth at the first level past it.
+        super().flatten_mapping(node)
+        if len(node.value) > MAX_NODES:
+            raise yaml.constructor.ConstructorError(
+                "while merging mappings",
+                node.start_mark,
+                f"the merged mapping holds more than {MAX_NODES} values "
+                "(YAML merge keys repeating each other?)",
+                node.start_mark,
+            )
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, yaml.Node] = {}

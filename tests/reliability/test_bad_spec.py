@@ -132,6 +132,15 @@ def test_field_errors_name_the_file_the_field_and_what_is_allowed(
             ),
             ["more than 100000 values"],
         ),
+        (
+            # Merge keys copy entries instead of sharing them: tenfold per level.
+            "name: s\na0: &a0 {k: 1}\n"
+            + "".join(
+                f"a{i}: &a{i} {{<<: [{', '.join([f'*a{i - 1}'] * 10)}], k{i}: 1}}\n"
+                for i in range(1, 12)
+            ),
+            ["not valid YAML", "more than 100000 values", "merge keys"],
+        ),
     ],
 )
 def test_malformed_yaml_is_a_spec_error(tmp_path: Path, text: str, words: list[str]) -> None:
