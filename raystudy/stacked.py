@@ -193,16 +193,7 @@ def train_stacked(
         step = int(resume_from["step"])
 
     samplers = [
-        BatchSampler(
-            dataset,
-            split,
-            config.batch_size,
-            objective.pair_k,
-            config.input_noise,
-            device,
-            rng,
-            noise_sd=(config.input_noise_pixel_sd, config.input_noise_grey_sd),
-        )
+        BatchSampler.for_training(dataset, split, config, objective.pair_k, device, rng)
         for rng in rngs
     ]
     sample = _StackedSampler(samplers, gens, config.input_noise)

@@ -97,6 +97,30 @@ class BatchSampler:
                 f"{split.name!r}'s encoder set ({self.varying})"
             )
 
+    @classmethod
+    def for_training(
+        cls,
+        dataset: GroundTruthDataset,
+        split: Split,
+        config: TrainConfig,
+        pair_k: PairK | None,
+        device: torch.device,
+        rng: np.random.Generator,
+        memory_format: torch.memory_format = torch.contiguous_format,
+    ) -> BatchSampler:
+        """The sampler a training run with `config` draws its batches from."""
+        return cls(
+            dataset,
+            split,
+            config.batch_size,
+            pair_k,
+            config.input_noise,
+            device,
+            rng,
+            noise_sd=(config.input_noise_pixel_sd, config.input_noise_grey_sd),
+            memory_format=memory_format,
+        )
+
     def _images(self, indices: np.ndarray) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         idx = torch.from_numpy(indices).to(self.device)
         clean = self.dataset.render(idx).contiguous(memory_format=self.memory_format)
@@ -188,16 +212,8 @@ def train(
         history = list(resume_from["history"])
         step = int(resume_from["step"])
 
-    sampler = BatchSampler(
-        dataset,
-        split,
-        config.batch_size,
-        objective.pair_k,
-        config.input_noise,
-        device,
-        rng,
-        noise_sd=(config.input_noise_pixel_sd, config.input_noise_grey_sd),
-        memory_format=layout,
+    sampler = BatchSampler.for_training(
+        dataset, split, config, objective.pair_k, device, rng, memory_format=layout
     )
     names: list[str] = []
     sums: torch.Tensor | None = None  # per reported scalar, since the last report
