@@ -319,6 +319,17 @@ def _dci_hinton(
     return path
 
 
+def run_tags(config: TrialConfig, ctx: TrialContext) -> dict[str, str]:
+    """The tags of a model's MLflow run: its study, code, placement and split."""
+    return {
+        "raystudy.study": ctx.study,
+        "raystudy.version": ctx.code_version,
+        "ray.node_id": ctx.node,
+        "ray.gpu_ids": ctx.gpu_ids,
+        "split": config.split if isinstance(config.split, str) else "custom",
+    }
+
+
 def run_trial(config: TrialConfig, ctx: TrialContext, reporter: Reporter) -> dict[str, float]:
     """Train and evaluate one model; every result goes to MLflow and to `reporter`."""
     threads = max(1, int(ctx.cpus))
@@ -352,13 +363,7 @@ def run_trial(config: TrialConfig, ctx: TrialContext, reporter: Reporter) -> dic
         ctx.trial_id,
         ctx.trial_name,
         params={**config.flat(), **model_params},
-        tags={
-            "raystudy.study": ctx.study,
-            "raystudy.version": ctx.code_version,
-            "ray.node_id": ctx.node,
-            "ray.gpu_ids": ctx.gpu_ids,
-            "split": config.split if isinstance(config.split, str) else "custom",
-        },
+        tags=run_tags(config, ctx),
         parent_run_id=ctx.parent_run_id,
     )
     if run.finished is not None:

@@ -27,6 +27,7 @@ from raystudy.trial import (
     error_tags,
     evaluate,
     log_artifacts,
+    run_tags,
 )
 
 STACK_TAG = "raystudy.stack"
@@ -75,14 +76,7 @@ def run_seed_stack(
             f"{ctx.trial_id}/seed={c.seed}",
             name,
             params={**c.flat(), **cost, "seeds_per_trial": len(configs)},
-            tags={
-                "raystudy.study": ctx.study,
-                "raystudy.version": ctx.code_version,
-                "ray.node_id": ctx.node,
-                "ray.gpu_ids": ctx.gpu_ids,
-                "split": c.split if isinstance(c.split, str) else "custom",
-                STACK_TAG: ctx.trial_id,
-            },
+            tags={**run_tags(c, ctx), STACK_TAG: ctx.trial_id},
             parent_run_id=ctx.parent_run_id,
         )
         for c, name in zip(configs, run_names, strict=True)
