@@ -15,7 +15,7 @@ of a feature is the total decrease of the residuals' sum of squares at the split
 over all trees, normalised to sum to 1.
 
 sklearn grows those trees with an exact, single-threaded split search that sorts each
-node's values again: ~300 s for DCI on 10,000 points, five dSprites factors and ten codes on
+node's values again: 323 s for DCI on 10,000 points, five dSprites factors and ten codes on
 two cores. Here they grow either with ``grower="exact"``
 (:mod:`raystudy.metrics._exact_trees`: sklearn's own search, all trees of a stage in one
 compiled pass per level; the rest of this docstring is about the other grower) or with
