@@ -88,7 +88,8 @@ def _run(
     if study_spec.execution.seeds_per_trial > 1:
         stacked = (
             f" in {study_spec.num_tune_trials()} Tune trials of up to "
-            f"{study_spec.execution.seeds_per_trial} seeds each"
+            f"{study_spec.execution.seeds_per_trial} "
+            f"{'models' if study_spec.execution.stack_over else 'seeds'} each"
         )
     typer.echo(
         f"Study {study_spec.name!r}: {n} trials{stacked} -> {(output / study_spec.name).resolve()}"

@@ -275,8 +275,15 @@ class ExecutionConfig(_Strict):
     seeds_per_trial: int = Field(
         1,
         ge=1,
-        description="grid points that differ only in `seed` train together, this many per "
-        "trial, as one batched model; each still gets its own MLflow run",
+        description="grid points that differ only in `seed` (and in the keys of `stack_over`) "
+        "train together, this many per trial, as one batched model; each still gets its own "
+        "MLflow run",
+    )
+    stack_over: list[str] = Field(
+        default_factory=list,
+        description="model hyperparameters in which the models of one trial may also differ, "
+        "e.g. [model.beta]: only weights of a loss term (each objective's `loss_weights`); "
+        "needs seeds_per_trial > 1",
     )
 
 
@@ -355,16 +362,18 @@ class StudySpec(_TrialFields):
 
     def stacks(self) -> list[list[int]]:
         """The Tune trials as indices into `points()`: with `execution.seeds_per_trial` S > 1,
-        points equal in everything but `seed` are grouped, in grid order, S at a time (the
-        last group of a kind may be smaller); with S = 1 every point is its own trial."""
+        points equal in everything but `seed` (and the keys of `execution.stack_over`) are
+        grouped, in grid order, S at a time (the last group of a kind may be smaller); with
+        S = 1 every point is its own trial."""
         points = self.points()
         size = self.execution.seeds_per_trial
         if size == 1:
             return [[i] for i in range(len(points))]
+        apart = {"seed", *self.execution.stack_over}
         groups: dict[str, list[int]] = {}
         for i, point in enumerate(points):
-            rest = {k: v for k, v in point.items() if k != "seed"}
-            groups.setdefault(repr(sorted(flatten(rest).items())), []).append(i)
+            rest = {k: v for k, v in flatten(point).items() if k not in apart}
+            groups.setdefault(repr(sorted(rest.items())), []).append(i)
         return [
             members[j : j + size]
             for members in groups.values()
@@ -650,6 +659,17 @@ def validate_spec(raw: Any, source: str = "<spec>", check_data: bool = True) -> 
         raise SpecError(source, problems)
     if spec.execution.seeds_per_trial > 1:
         _check_stackable(spec, source)
+    elif spec.execution.stack_over:
+        raise SpecError(
+            source,
+            [
+                (
+                    "execution.stack_over",
+                    "has no effect while execution.seeds_per_trial is 1: set seeds_per_trial "
+                    "to how many models one trial trains",
+                )
+            ],
+        )
     return spec
 
 
@@ -674,6 +694,23 @@ def _check_stackable(spec: StudySpec, source: str) -> None:
                 )
             ],
         )
+    # A stack shares one batched pass: its models may differ only in what weights a loss
+    # term, and only where every objective of the grid has that weight.
+    weights = set.intersection(*(set(OBJECTIVES.get(n).loss_weights) for n in names))
+    allowed = ", ".join(f"model.{w}" for w in sorted(weights)) or "none for " + ", ".join(
+        sorted(names)
+    )
+    problems = [
+        (
+            f"execution.stack_over[{i}]",
+            f"{key!r} cannot vary within a stack; allowed: {allowed} (the loss weights shared "
+            "by every objective of the grid)",
+        )
+        for i, key in enumerate(spec.execution.stack_over)
+        if not key.startswith("model.") or key.removeprefix("model.") not in weights
+    ]
+    if problems:
+        raise SpecError(source, problems)
 
 
 def _point_label(label: str, i: int, point: Mapping[str, Any]) -> str:

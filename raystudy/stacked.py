@@ -1,4 +1,4 @@
-"""S models that differ only in their seed, trained as one batched model.
+"""S models that differ only in their seed (and loss weights), trained as one batched model.
 
 A small 64x64 VAE leaves a GPU (or a CPU core's vector units) mostly idle; S of them trained
 together fill it. Model s of a stack is the model a lone `raystudy.train.train` with seed
@@ -15,9 +15,10 @@ together fill it. Model s of a stack is the model a lone `raystudy.train.train` 
   gradient with respect to model s's slice is model s's own gradient, and Adam (like the
   per-model gradient clipping here) is elementwise, so one stacked step is S separate steps.
 
-All S batches are rendered in one call, which is where most of the CPU saving comes from along
-with the fewer, larger kernels. Objectives with their own networks (FactorVAE's discriminator)
-are not stackable (`Objective.stackable`).
+The models may also differ in the objective's `loss_weights` (beta, say: `execution.stack_over`):
+each model's loss then uses its own value, a float per model in "loop" batching and one tensor
+of per-model values under vmap. All S batches are rendered in one call. Objectives with their
+own networks (FactorVAE's discriminator) are not stackable (`Objective.stackable`).
 """
 
 from __future__ import annotations
@@ -72,10 +73,37 @@ class _ObjectiveLoss(nn.Module):
         self.objective = objective
 
     def forward(
-        self, tensors: dict[str, torch.Tensor], step: int, kl_weight: float
+        self,
+        tensors: dict[str, torch.Tensor],
+        step: int,
+        kl_weight: float,
+        weights: dict[str, Any],
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        terms = self.objective(self.model, Batch(**tensors), step=step, kl_weight=kl_weight)
+        objective = self.objective.with_weights(**weights) if weights else self.objective
+        terms = objective(self.model, Batch(**tensors), step=step, kl_weight=kl_weight)
         return terms.loss, torch.stack(list(terms.scalars().values()))
+
+
+def stack_weights(objectives: list[Objective]) -> dict[str, list[float]]:
+    """The loss weights in which the objectives of a stack differ, one value per model.
+
+    Everything else must be equal: models of one stack share one batched pass, so they may
+    differ only in what enters the loss as a plain factor (`Objective.loss_weights`).
+    """
+    first = objectives[0]
+    varying: dict[str, list[float]] = {}
+    for name in first.hyperparameters:
+        values = [getattr(o, name) for o in objectives]
+        if all(v == values[0] for v in values):
+            continue
+        if name not in first.loss_weights:
+            allowed = ", ".join(first.loss_weights) or "nothing but the seed"
+            raise ValueError(
+                f"the models of a stack differ in {name} ({sorted(set(map(str, values)))}); "
+                f"within a stack {type(first).__name__} can vary {allowed}"
+            )
+        varying[name] = [float(v) for v in values]
+    return varying
 
 
 @dataclass
@@ -133,7 +161,7 @@ def _clip_per_model(grads: list[torch.Tensor], max_norm: float) -> None:
 
 def train_stacked(
     models: list[VAE],
-    objective: Objective,
+    objective: Objective | list[Objective],
     dataset: GroundTruthDataset,
     split: Split,
     config: TrainConfig,
@@ -145,6 +173,9 @@ def train_stacked(
     batching: Batching = "auto",
 ) -> StackedResult:
     """Train `models` (one per seed, same architecture) in place as one batched model.
+
+    `objective` is shared, or one per model (the same objective, differing at most in its
+    `loss_weights`; see `stack_weights`).
 
     Reports, checkpoints and resumes as `raystudy.train.train` does, per model. A model
     whose mean loss turns non-finite is recorded in `StackedResult.diverged` and gets no
@@ -160,9 +191,19 @@ def train_stacked(
     """
     from raystudy.train import TrainingDiverged
 
+    objectives = objective if isinstance(objective, list) else [objective] * len(models)
+    objective = objectives[0]
     check_stackable(objective)
-    if len(models) != len(seeds) or not models:
-        raise ValueError(f"{len(models)} models for {len(seeds)} seeds")
+    if len(models) != len(seeds) or len(objectives) != len(models) or not models:
+        raise ValueError(
+            f"{len(models)} models, {len(objectives)} objectives and {len(seeds)} seeds"
+        )
+    if any(type(o) is not type(objective) for o in objectives):
+        raise ValueError(
+            "the models of a stack train one objective, got "
+            + ", ".join(sorted({type(o).__name__ for o in objectives}))
+        )
+    weights = stack_weights(objectives)
     size = len(models)
     for m in models:
         m.to(device).train()
@@ -211,23 +252,32 @@ def train_stacked(
         b: dict[str, torch.Tensor],
         tensors: dict[str, torch.Tensor],
         draws: list[torch.Tensor],
+        w: dict[str, Any],
         step: int,
         kl_weight: float,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         with noise_tape(draws):
-            return functional_call(template, (p, b), (tensors, step, kl_weight))
+            return functional_call(template, (p, b), (tensors, step, kl_weight, w))
 
     if batching == "auto":
         batching = "vmap" if device.type == "cuda" else "loop"
+    per_model_weights: dict[str, Any]
     if batching == "vmap":
-        batched = vmap(one_model, in_dims=(0, 0, 0, 0, None, None), randomness="error")
+        batched = vmap(one_model, in_dims=(0, 0, 0, 0, 0, None, None), randomness="error")
+        per_model_weights = {
+            k: torch.tensor(v, dtype=torch.get_default_dtype(), device=device)
+            for k, v in weights.items()
+        }
     elif batching == "loop":
+        # Python floats, as a lone model's objective holds them.
+        per_model_weights = weights
 
         def batched(
             p: dict[str, torch.Tensor],
             b: dict[str, torch.Tensor],
             tensors: dict[str, torch.Tensor],
             draws: list[torch.Tensor],
+            w: dict[str, Any],
             step: int,
             kl_weight: float,
         ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -237,6 +287,7 @@ def train_stacked(
                     {k: v[s] for k, v in b.items()},
                     {k: v[s] for k, v in tensors.items()},
                     [d[s] for d in draws],
+                    {k: v[s] for k, v in w.items()},
                     step,
                     kl_weight,
                 )
@@ -257,7 +308,13 @@ def train_stacked(
         ]
         draws = [torch.stack([d[i] for d in per_model]) for i in range(len(draw_shapes))]
         losses, scalars = batched(
-            params, buffers, tensors, draws, step, kl_warmup(step, config.kl_warmup_steps)
+            params,
+            buffers,
+            tensors,
+            draws,
+            per_model_weights,
+            step,
+            kl_warmup(step, config.kl_warmup_steps),
         )
         optimizer.zero_grad(set_to_none=True)
         losses.sum().backward()

@@ -18,6 +18,7 @@ import subprocess
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -178,13 +179,27 @@ def trial_labels(points: list[dict[str, Any]]) -> list[str]:
     return labels
 
 
-def stack_labels(points: list[dict[str, Any]], stacks: list[list[int]]) -> list[str]:
-    """Names of stacked trials: the label of what the seeds share, then the seeds."""
-    shared = [{k: v for k, v in points[g[0]].items() if k != "seed"} for g in stacks]
-    return [
-        f"{label}_seeds={'-'.join(str(points[j].get('seed', '')) for j in g)}"[:100]
-        for label, g in zip(trial_labels(shared), stacks, strict=True)
-    ]
+def stack_labels(
+    points: list[dict[str, Any]], stacks: list[list[int]], stack_over: Sequence[str] = ()
+) -> list[str]:
+    """Names of stacked trials: the label of what the models share, then what tells them
+    apart: `..._seeds=0-1`, or with `stack_over` `..._beta=1,seed=0+beta=4,seed=0`."""
+    apart = {"seed", *stack_over}
+    flat = [flatten(p) for p in points]
+    shared = [{k: v for k, v in flat[g[0]].items() if k not in apart} for g in stacks]
+    labels = []
+    for label, g in zip(trial_labels(shared), stacks, strict=True):
+        if not stack_over:
+            members = "seeds=" + "-".join(str(points[j].get("seed", "")) for j in g)
+        else:
+            members = "+".join(
+                ",".join(
+                    f"{k.rsplit('.', 1)[-1]}={flat[j][k]}" for k in sorted(apart) if k in flat[j]
+                )
+                for j in g
+            )
+        labels.append(f"{label}_{members}"[:100])
+    return labels
 
 
 def _trial_name(trial: Any, labels: list[str]) -> str:
@@ -315,7 +330,7 @@ def _tuner(
     points = spec.points()
     searcher, scheduler, target = _searcher(spec, study_dir)
     if spec.execution.seeds_per_trial > 1:
-        labels, key = stack_labels(points, spec.stacks()), "stack"
+        labels, key = stack_labels(points, spec.stacks(), spec.execution.stack_over), "stack"
     else:
         labels, key = trial_labels(points), "point"
     name_fn = functools.partial(_trial_name, labels=labels)

@@ -1,10 +1,15 @@
-"""One Tune trial that trains S seeds of one configuration together (`seeds_per_trial`).
+"""One Tune trial that trains S models of one configuration together (`seeds_per_trial`):
+S seeds, or with `stack_over` seeds and loss weights such as beta.
 
-Each seed is its own model with its own MLflow run (params, train/* history, final metrics,
-artifacts), exactly what a lone trial of that seed would log; only the training is shared
-(`raystudy.stacked`). Runs are found again by ``<ray trial id>/seed=<seed>``, so a restarted
-trial resumes every seed's run instead of opening new ones, and seeds already evaluated are
-not evaluated again.
+Each model has its own MLflow run (params, train/* history, final metrics, artifacts), exactly
+what a lone trial of it would log; only the training is shared (`raystudy.stacked`). Runs are
+found again by ``<ray trial id>/<member key>`` (`member_keys`: ``seed=3``, or
+``model.beta=4.0,seed=3``), so a restarted trial resumes every model's run instead of opening
+new ones, and models already evaluated are not evaluated again.
+
+Tune gets, per report, the mean over the models (what a scheduler or a search reads) and each
+model's own values under ``stack/<s>/`` (`STACK_KEYS`), so that a study can be read back or
+synced from Tune's storage alone, model by model (`raystudy.analysis.tune_results`).
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import numpy as np
 import torch
 
 from raystudy.data import get_dataset
-from raystudy.models import VAE, build, model_cost
+from raystudy.models import VAE, Objective, build, model_cost
 from raystudy.spec import TrialConfig
 from raystudy.stacked import train_stacked
 from raystudy.tracking import TrialRun
@@ -31,12 +36,38 @@ from raystudy.trial import (
 )
 
 STACK_TAG = "raystudy.stack"
+#: Prefix of a model's own values in a stacked trial's Tune reports: ``stack/<s>/<metric>``.
+STACK_KEYS = "stack/"
+#: Reported under ``stack/<s>/`` from the report at which model s diverged on.
+DIVERGED_KEY = "diverged_at_step"
+
+
+def member_keys(configs: list[TrialConfig]) -> list[str]:
+    """What tells the models of a stack apart, ``seed=3`` or ``model.beta=4.0,seed=3``:
+    the values in which they differ, seed last, unique within the stack."""
+    flats = [c.flat() for c in configs]
+    differ = sorted(
+        {k for f in flats for k in f if k != "seed" and any(g.get(k) != f[k] for g in flats)}
+    )
+    return [",".join([*(f"{k}={f[k]}" for k in differ), f"seed={f['seed']}"]) for f in flats]
 
 
 def _mean_rows(rows: list[dict[str, float]]) -> dict[str, float]:
-    """Tune sees one result per trial: the mean over the seeds that have a value."""
+    """Tune sees one result per trial: the mean over the models that have a value."""
     keys = sorted({k for r in rows for k in r})
     return {k: float(np.mean([r[k] for r in rows if k in r])) for k in keys}
+
+
+def _tune_row(
+    rows: list[dict[str, float] | None], diverged: dict[int, tuple[int, float]] | None = None
+) -> dict[str, float]:
+    """The mean over the models, and each model's own values under ``stack/<s>/``."""
+    out = _mean_rows([r for r in rows if r is not None])
+    for s, row in enumerate(rows):
+        out.update({f"{STACK_KEYS}{s}/{k}": v for k, v in (row or {}).items()})
+    for s, (at, _) in (diverged or {}).items():
+        out[f"{STACK_KEYS}{s}/{DIVERGED_KEY}"] = float(at)
+    return out
 
 
 def run_seed_stack(
@@ -45,7 +76,8 @@ def run_seed_stack(
     reporter: Reporter,
     run_names: list[str],
 ) -> dict[str, float]:
-    """Train the S `configs` (equal but for `seed`) as one stack, evaluate and log each."""
+    """Train the S `configs` (equal but for `seed` and loss weights) as one stack, evaluate
+    and log each."""
     from raystudy.train import TrainingDiverged
 
     threads = max(1, int(ctx.cpus))
@@ -55,12 +87,14 @@ def run_seed_stack(
     seeds = [c.seed for c in configs]
     dataset = get_dataset(base.dataset.name, **base.dataset.options)
     models: list[VAE] = []
+    objectives: list[Objective] = []
     for c in configs:
         torch.manual_seed(c.seed)  # each seed's initial weights, as its lone trial builds them
         model, objective = build(
             c.model, dataset.channels, dataset.resolution, dataset.factors.num_factors
         )
         models.append(model.to(device))
+        objectives.append(objective)
     cost = model_cost(
         models[0],
         objective,
@@ -73,18 +107,18 @@ def run_seed_stack(
         TrialRun.open(
             ctx.tracking_uri,
             ctx.experiment_id,
-            f"{ctx.trial_id}/seed={c.seed}",
+            f"{ctx.trial_id}/{key}",
             name,
             params={**c.flat(), **cost, "seeds_per_trial": len(configs)},
             tags={**run_tags(c, ctx), STACK_TAG: ctx.trial_id},
             parent_run_id=ctx.parent_run_id,
         )
-        for c, name in zip(configs, run_names, strict=True)
+        for c, name, key in zip(configs, run_names, member_keys(configs), strict=True)
     ]
     results: list[dict[str, float] | None] = [r.finished for r in runs]
     if all(r is not None for r in results):
         final = _mean_rows([r for r in results if r is not None])
-        reporter.report({"step": float(base.train.steps), **final, EVALUATED: 1.0})
+        reporter.report({"step": float(base.train.steps), **_tune_row(results), EVALUATED: 1.0})
         return final
     open_runs = {s for s, r in enumerate(results) if r is None}
     try:
@@ -104,15 +138,14 @@ def run_seed_stack(
                     failed.add(s)
                     runs[s].set_tags(error_tags(TrainingDiverged(at, loss)))
                     runs[s].finish("FAILED")
-            live = [row for row in rows or [] if row is not None]
             for s, row in enumerate(rows or []):
                 if row is not None and step > logged_up_to[s]:
                     runs[s].log_metrics(row, step)
-            reporter.report({"step": float(step), **_mean_rows(live)}, state)
+            reporter.report({"step": float(step), **_tune_row(rows or [], diverged)}, state)
 
         result = train_stacked(
             models,
-            objective,
+            objectives,
             dataset,
             split,
             base.train,
@@ -148,5 +181,7 @@ def run_seed_stack(
                 runs[s].finish("FAILED" if not isinstance(exc, KeyboardInterrupt) else "KILLED")
         raise
     final = _mean_rows([r for r in results if r is not None])
-    reporter.report({"step": float(base.train.steps), **final, EVALUATED: 1.0})
+    reporter.report(
+        {"step": float(base.train.steps), **_tune_row(results, result.diverged), EVALUATED: 1.0}
+    )
     return final

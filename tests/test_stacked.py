@@ -11,11 +11,13 @@ import torch
 import yaml
 from tiny import LIGHT, SMOKE, tiny
 
+from raystudy.analysis.tune_results import load_tune_results, run_records
 from raystudy.data import get_dataset, get_split
 from raystudy.models import VAE, build
 from raystudy.spec import ModelConfig, SpecError, TrainConfig, load_spec
 from raystudy.stacked import train_stacked
-from raystudy.study import run_study
+from raystudy.study import run_study, stack_labels
+from raystudy.tracking import TRIAL_ID_TAG, sync_run
 from raystudy.train import TrainingDiverged, train
 from raystudy.trial import LocalReporter, TrialContext
 from raystudy.trial_stack import run_seed_stack
@@ -83,6 +85,68 @@ def test_each_stacked_model_matches_its_lone_run(
                 assert other_row[key] == pytest.approx(value, rel=1e-4, abs=1e-4)
     # The seeds really differ: a stack of copies would pass the comparison above trivially.
     assert max_difference(stacked[0], stacked[1]) > 1e-3
+
+
+# stack_over: the models of a stack may differ in a loss weight (beta, lambda_od), each then
+# training as its lone run with its own value, even at the same seed.
+@pytest.mark.parametrize(
+    ("objective", "weight", "values", "batching", "tolerance"),
+    [
+        ("beta_vae", "beta", [1.0, 8.0], "loop", 1e-6),
+        ("beta_vae", "beta", [1.0, 8.0], "vmap", 1e-5),
+        ("dip_vae_i", "lambda_od", [1.0, 20.0], "vmap", 1e-5),
+    ],
+)
+def test_models_differing_in_a_loss_weight_match_their_lone_runs(
+    data, objective, weight, values, batching, tolerance
+):
+    dataset, split = data
+    seed = SEEDS[0]
+    configs = [ModelConfig(objective=objective, latent_dim=4, **{weight: v}) for v in values]
+    config = TrainConfig(steps=4, batch_size=8, report_every=2, input_noise=True)
+    lone = []
+    for model_config in configs:
+        model, obj = fresh(model_config, dataset, seed)
+        history = train(model, obj, dataset, split, config, seed=seed, device=CPU)
+        lone.append((model, history))
+    pairs = [fresh(c, dataset, seed) for c in configs]
+    result = train_stacked(
+        [m for m, _ in pairs],
+        [o for _, o in pairs],
+        dataset,
+        split,
+        config,
+        seeds=[seed, seed],
+        device=CPU,
+        batching=batching,
+    )
+    for (model, history), (other, _), other_history in zip(
+        lone, pairs, result.histories, strict=True
+    ):
+        assert max_difference(model, other) < tolerance
+        for row, other_row in zip(history, other_history, strict=True):
+            for key, value in row.items():
+                assert other_row[key] == pytest.approx(value, rel=1e-4, abs=1e-4)
+    # Same seed, same batches, same start: only the weight set them apart.
+    assert max_difference(pairs[0][0], pairs[1][0]) > 1e-4
+
+
+def test_a_stack_cannot_differ_in_what_is_not_a_loss_weight(data):
+    dataset, split = data
+    pairs = [
+        fresh(ModelConfig(objective="ada_gvae", latent_dim=4, k=k), dataset, 0) for k in (1, 2)
+    ]
+    config = TrainConfig(steps=2, batch_size=8)
+    with pytest.raises(ValueError, match=r"differ in k .*AdaGVAE can vary beta"):
+        train_stacked(
+            [m for m, _ in pairs],
+            [o for _, o in pairs],
+            dataset,
+            split,
+            config,
+            seeds=[0, 0],
+            device=CPU,
+        )
 
 
 def test_stacked_resume_ends_where_an_uninterrupted_stack_ends(data, tmp_path):
@@ -172,6 +236,64 @@ def test_stacks_group_points_that_differ_only_in_seed(tmp_path):
         betas = {points[j]["model"]["beta"] for j in group}
         assert len(betas) == 1 and len(group) <= 2
     assert [len(g) for g in stacks] == [2, 1, 2, 1]
+
+
+def test_stack_over_groups_points_across_a_loss_weight():
+    spec = load_spec(
+        SMOKE,
+        [
+            "execution.seeds_per_trial=4",
+            "execution.stack_over=[model.beta]",
+            "grid={model: {objective: beta_vae, beta: [1, 4], latent_dim: [4, 6]}, seed: [0, 1]}",
+        ],
+    )
+    points, stacks = spec.points(), spec.stacks()
+    assert spec.num_trials() == 8 and spec.num_tune_trials() == 2
+    for group in stacks:
+        assert len({points[j]["model"]["latent_dim"] for j in group}) == 1
+        assert {(points[j]["model"]["beta"], points[j]["seed"]) for j in group} == {
+            (1, 0),
+            (1, 1),
+            (4, 0),
+            (4, 1),
+        }
+    labels = stack_labels(points, stacks, spec.execution.stack_over)
+    assert labels[0].endswith("_beta=1,seed=0+beta=1,seed=1+beta=4,seed=0+beta=4,seed=1")
+    assert "latent_dim=4" in labels[0] and "latent_dim=6" in labels[1]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "where", "message"),
+    [
+        (
+            ["execution.stack_over=[model.beta]"],
+            "execution.stack_over",
+            "while execution.seeds_per_trial is 1",
+        ),
+        (
+            [
+                "execution.seeds_per_trial=2",
+                "execution.stack_over=[model.k]",
+                "grid={model: {objective: ada_gvae, k: [1, 2]}}",
+            ],
+            r"execution.stack_over\[0\]",
+            "allowed: model.beta",
+        ),
+        (
+            [
+                "execution.seeds_per_trial=2",
+                "execution.stack_over=[model.beta]",
+                "grid={model: [{objective: beta_vae}, {objective: dip_vae_i}]}",
+            ],
+            r"execution.stack_over\[0\]",
+            "allowed: none for beta_vae, dip_vae_i",
+        ),
+    ],
+)
+def test_a_bad_stack_over_is_refused_with_what_is_allowed(overrides, where, message):
+    with pytest.raises(SpecError, match=where) as err:
+        load_spec(SMOKE, overrides)
+    assert message in str(err.value) and str(SMOKE) in str(err.value)
 
 
 @pytest.mark.parametrize(
@@ -264,3 +386,60 @@ def test_an_interrupted_stacked_trial_resumes_the_same_runs(tmp_path):
     again = run_seed_stack(configs, ctx, LocalReporter(), ["seed0", "seed1"])
     assert {k: again[k] for k in final} == pytest.approx(final)
     assert [r.data.metrics for r in client.search_runs([experiment])] == before
+
+
+def test_a_stack_over_beta_is_read_and_synced_from_tune_model_by_model(ray_local, tmp_path):
+    spec = load_spec(
+        SMOKE,
+        tiny(
+            "beta_stack",
+            LIGHT,
+            "execution.seeds_per_trial=4",
+            "execution.stack_over=[model.beta]",
+            "grid={model: {objective: beta_vae, beta: [1, 4]}, seed: [0, 1]}",
+        ),
+    )
+    outcome = run_study(spec, output=tmp_path, verbose=0)
+    assert outcome.ok and outcome.info.num_trials == 1 and outcome.info.models == 4
+    client = mlflow.MlflowClient(outcome.info.tracking_uri)
+    runs = client.search_runs([outcome.info.experiment_id], "tags.`raystudy.role` = 'trial'")
+    assert len(runs) == 4 and {r.info.status for r in runs} == {"FINISHED"}
+    by_name = {r.info.run_name: r for r in runs}
+    assert {(r.data.params["model.beta"], r.data.params["seed"]) for r in runs} == {
+        ("1.0", "0"),
+        ("1.0", "1"),
+        ("4.0", "0"),
+        ("4.0", "1"),
+    }
+    assert len({r.data.metrics["train/loss"] for r in runs}) == 4
+    assert len({r.data.tags["raystudy.stack"] for r in runs}) == 1
+
+    # Tune's storage alone gives the same table, model by model.
+    tune = load_tune_results(outcome.info.study_dir)
+    assert sorted(tune["tags.mlflow.runName"]) == sorted(by_name)
+    for _, row in tune.iterrows():
+        run = by_name[row["tags.mlflow.runName"]]
+        assert row["status"] == "FINISHED"
+        assert row[f"tags.{TRIAL_ID_TAG}"] == run.data.tags[TRIAL_ID_TAG]
+        assert row["params.model.beta"] == run.data.params["model.beta"]
+        assert row["params.seed"] == run.data.params["seed"]
+        for key in ("dis/mig", "train/loss", "transfer/ood2_a/gbt/mae"):
+            assert row[f"metrics.{key}"] == pytest.approx(run.data.metrics[key]), key
+
+    # ... and completes the four runs in a store that never saw them.
+    uri = f"sqlite:///{tmp_path / 'other.db'}"
+    experiment = mlflow.MlflowClient(uri).create_experiment("synced")
+    records = run_records(outcome.info.study_dir)
+    assert len(records) == 4
+    for record in records:
+        assert sync_run(uri, experiment, None, record)
+    other = mlflow.MlflowClient(uri)
+    synced = {r.info.run_name: r for r in other.search_runs([experiment])}
+    assert synced.keys() == by_name.keys()
+    for name, run in synced.items():
+        original = by_name[name]
+        assert run.info.status == "FINISHED"
+        assert run.data.params["model.beta"] == original.data.params["model.beta"]
+        assert run.data.metrics["dis/mig"] == pytest.approx(original.data.metrics["dis/mig"])
+        steps = [m.step for m in other.get_metric_history(run.info.run_id, "train/loss")]
+        assert sorted(steps) == [4, 8]

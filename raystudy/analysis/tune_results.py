@@ -19,12 +19,21 @@ from typing import Any
 import pandas as pd
 
 from raystudy.analysis.columns import ERROR_TAG, METRIC, PARAM, RUN_NAME
-from raystudy.study import TUNE_DIR, StudyError, StudyInfo, load_study_spec, trial_config
+from raystudy.spec import StudySpec, TrialConfig, deep_merge
+from raystudy.study import (
+    TUNE_DIR,
+    StudyError,
+    StudyInfo,
+    load_study_spec,
+    trial_config,
+    trial_labels,
+)
 from raystudy.tracking import TRIAL_ID_TAG, RunRecord
 from raystudy.trial import EVALUATED
+from raystudy.trial_stack import DIVERGED_KEY, STACK_KEYS, STACK_TAG, member_keys
 
 TRAIN = "train/"
-#: A Tune config key of a trial that trains several seeds together (`seeds_per_trial`).
+#: A Tune config key of a trial that trains several models together (`seeds_per_trial`).
 STACK = "stack"
 #: The final scores of a trial (DESIGN.md Sec. 6), reported once, at its end.
 FINAL_PREFIXES = ("eval/", "dis/", "down/", "transfer/")
@@ -73,6 +82,27 @@ class TuneTrial:
             latest.update(row)
         return {**latest, **self.final()}
 
+    def member(self, s: int, name: str, trial_id: str) -> TuneTrial:
+        """Model s of a stacked trial, as if it had been a trial of its own: its values from
+        ``stack/<s>/`` of every report. It finished if the last report has its final scores;
+        it failed if the trial did, or if it diverged (the others train on without it)."""
+        prefix = f"{STACK_KEYS}{s}/"
+        rows: list[dict[str, Any]] = []
+        diverged: float | None = None
+        for row in self.rows:
+            own = {k[len(prefix) :]: v for k, v in row.items() if k.startswith(prefix)}
+            diverged = own.pop(DIVERGED_KEY, diverged)
+            out = {"step": row.get("step"), **own}
+            if row.get(EVALUATED) and any(k.startswith(FINAL_PREFIXES) for k in own):
+                out[EVALUATED] = 1.0
+            rows.append(out)
+        error = self.error
+        if error is None and diverged is not None:
+            error = f"TrainingDiverged: loss not finite at step {int(diverged)}"
+        if error is None and self.evaluated and not (rows and rows[-1].get(EVALUATED)):
+            error = "not evaluated: its stacked trial finished without its scores"
+        return TuneTrial(name, trial_id, self.config, rows, error)
+
 
 def _error_line(path: Path) -> str | None:
     """The last line of Tune's `error.txt`: the exception and its message (a trial that was
@@ -120,30 +150,65 @@ def tune_dir_of(study_dir: Path) -> Path:
     return tune_dir
 
 
-def run_records(study_dir: Path, skip: Container[str] = ()) -> list[RunRecord]:
-    """What Tune recorded of every finished trial (but those named in `skip`), as the MLflow
-    runs `sync_run` completes. A seed stack is left out: Tune holds only its seeds' mean."""
-    spec = load_study_spec(study_dir)
+def models_of(
+    trial: TuneTrial, spec: StudySpec, study: str
+) -> list[tuple[TuneTrial, TrialConfig, dict[str, str]]]:
+    """The models a Tune trial trained, each as (its trial, its config, tags beyond the
+    study's): the trial itself, or one per model of a stacked trial (`TuneTrial.member`),
+    named and keyed as their MLflow runs are (`raystudy.trial_stack`)."""
     points = spec.points()
+    if STACK not in trial.config:
+        return [(trial, trial_config(spec.base(), points, trial.config), {})]
+    members = spec.stacks()[trial.config[STACK]]
+    configs = [TrialConfig.model_validate(deep_merge(spec.base(), points[j])) for j in members]
+    if not any(k.startswith(STACK_KEYS) for row in trial.rows for k in row):
+        raise StudyError(
+            f"study {study!r}: stacked trial {trial.name} reported only the mean of its "
+            "models to Tune (a raystudy before per-model reports): read it from MLflow"
+        )
+    labels = trial_labels(points)
+    return [
+        (
+            trial.member(s, labels[j], f"{trial.trial_id}/{key}"),
+            config,
+            {STACK_TAG: trial.trial_id},
+        )
+        for s, (j, config, key) in enumerate(
+            zip(members, configs, member_keys(configs), strict=True)
+        )
+    ]
+
+
+def run_records(study_dir: Path, skip: Container[str] = ()) -> list[RunRecord]:
+    """What Tune recorded of every finished model (but those whose trial folder or run name
+    is in `skip`), as the MLflow runs `sync_run` completes; the models of a stacked trial
+    each get their own record."""
+    spec = load_study_spec(study_dir)
     records = []
     for trial in read_tune_trials(tune_dir_of(study_dir), skip):
-        if not trial.evaluated or not trial.trial_id or STACK in trial.config:
+        if not trial.trial_id:
             continue
-        config = trial_config(spec.base(), points, trial.config)
-        records.append(
-            RunRecord(
-                trial_id=trial.trial_id,
-                name=trial.name,
-                params=config.flat(),
-                tags={
-                    "raystudy.study": spec.name,
-                    "split": config.split if isinstance(config.split, str) else "custom",
-                },
-                history=trial.history(),
-                final=trial.final(),
-                final_step=config.train.steps,
+        for model, config, tags in models_of(trial, spec, spec.name):
+            if not model.evaluated or model.name in skip:
+                continue
+            params: dict[str, Any] = config.flat()
+            if STACK in trial.config:
+                params["seeds_per_trial"] = spec.execution.seeds_per_trial
+            records.append(
+                RunRecord(
+                    trial_id=model.trial_id,
+                    name=model.name,
+                    params=params,
+                    tags={
+                        "raystudy.study": spec.name,
+                        "split": config.split if isinstance(config.split, str) else "custom",
+                        **tags,
+                    },
+                    history=model.history(),
+                    final=model.final(),
+                    final_step=config.train.steps,
+                )
             )
-        )
     return records
 
 
@@ -152,27 +217,22 @@ def load_tune_results(study_dir: Path) -> pd.DataFrame:
     row per started trial with `status`, `params.*`, `metrics.*` and `tags.*` columns."""
     info = StudyInfo.read(study_dir)
     spec = load_study_spec(study_dir)
-    points = spec.points()
     rows = []
-    for trial in read_tune_trials(tune_dir_of(study_dir)):
-        if STACK in trial.config:
-            raise StudyError(
-                f"study {info.name!r} trains several seeds per trial, and Tune's storage holds "
-                "only their mean: its results can be read from MLflow only"
-            )
-        config = trial_config(spec.base(), points, trial.config)
-        row: dict[str, Any] = {
-            "run_id": "",
-            "status": trial.status,
-            RUN_NAME: trial.name,
-            f"tags.{TRIAL_ID_TAG}": trial.trial_id,
-            "tags.raystudy.study": info.name,
-            "tags.raystudy.source": "tune",
-        }
-        if trial.status != "FINISHED" and trial.error:
-            row[ERROR_TAG] = trial.error
-        # MLflow keeps params as strings; so does this table, for the same analysis.
-        row.update({PARAM + k: str(v) for k, v in config.flat().items()})
-        row.update({METRIC + k: v for k, v in trial.metrics().items()})
-        rows.append(row)
+    for tune_trial in read_tune_trials(tune_dir_of(study_dir)):
+        for trial, config, tags in models_of(tune_trial, spec, info.name):
+            row: dict[str, Any] = {
+                "run_id": "",
+                "status": trial.status,
+                RUN_NAME: trial.name,
+                f"tags.{TRIAL_ID_TAG}": trial.trial_id,
+                "tags.raystudy.study": info.name,
+                "tags.raystudy.source": "tune",
+                **{f"tags.{k}": v for k, v in tags.items()},
+            }
+            if trial.status != "FINISHED" and trial.error:
+                row[ERROR_TAG] = trial.error
+            # MLflow keeps params as strings; so does this table, for the same analysis.
+            row.update({PARAM + k: str(v) for k, v in config.flat().items()})
+            row.update({METRIC + k: v for k, v in trial.metrics().items()})
+            rows.append(row)
     return pd.DataFrame(rows)

@@ -30,6 +30,7 @@ def capacity(step: int, c_max: float, iteration_threshold: int) -> float:
 @OBJECTIVES.register("annealed_vae")
 class AnnealedVAE(Objective):
     hyperparameters: ClassVar[tuple[str, ...]] = ("gamma", "c_max", "iteration_threshold")
+    loss_weights: ClassVar[tuple[str, ...]] = ("gamma",)
 
     def __init__(
         self, gamma: float = 1000.0, c_max: float = 25.0, iteration_threshold: int = 100_000

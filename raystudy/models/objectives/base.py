@@ -19,6 +19,7 @@ fields an objective reads; no other field reaches it.
 
 from __future__ import annotations
 
+import copy
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
@@ -82,6 +83,10 @@ class Objective(ABC):
     stackable: ClassVar[bool] = True
     #: The `ModelConfig` fields this objective reads (keyword arguments of its constructor).
     hyperparameters: ClassVar[tuple[str, ...]] = ()
+    #: The hyperparameters that only weight a term of the loss. Models of one stack may differ
+    #: in these (`execution.stack_over`): a batched pass hands each model its own value as
+    #: one tensor of per-model values (`with_weights`), which a plain product accepts.
+    loss_weights: ClassVar[tuple[str, ...]] = ()
 
     @property
     def pair_k(self) -> PairK | None:
@@ -112,6 +117,19 @@ class Objective(ABC):
         [0, 1] is the linear warm-up factor, applied to the whole regulariser (every term but
         the reconstruction).
         """
+
+    def with_weights(self, **weights: float | torch.Tensor) -> Objective:
+        """A shallow copy with some `loss_weights` replaced (floats, or a batched tensor)."""
+        unknown = sorted(set(weights) - set(self.loss_weights))
+        if unknown:
+            raise ValueError(
+                f"{type(self).__name__} cannot vary {', '.join(unknown)} within a stack; "
+                f"it can vary {', '.join(self.loss_weights) or 'nothing'}"
+            )
+        clone = copy.copy(self)
+        for name, value in weights.items():
+            setattr(clone, name, value)
+        return clone
 
     def __repr__(self) -> str:
         hp = ", ".join(f"{h}={getattr(self, h)!r}" for h in self.hyperparameters)

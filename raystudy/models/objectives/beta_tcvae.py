@@ -44,6 +44,7 @@ def total_correlation(z: torch.Tensor, mu: torch.Tensor, logvar: torch.Tensor) -
 @OBJECTIVES.register("beta_tcvae")
 class BetaTCVAE(Objective):
     hyperparameters: ClassVar[tuple[str, ...]] = ("beta",)
+    loss_weights: ClassVar[tuple[str, ...]] = ("beta",)
 
     def __init__(self, beta: float = 1.0) -> None:
         self.beta = float(beta)

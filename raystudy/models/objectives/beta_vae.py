@@ -20,6 +20,7 @@ from raystudy.models.vae import VAE, bernoulli_nll, gaussian_kl
 @OBJECTIVES.register("beta_vae")
 class BetaVAE(Objective):
     hyperparameters: ClassVar[tuple[str, ...]] = ("beta",)
+    loss_weights: ClassVar[tuple[str, ...]] = ("beta",)
 
     def __init__(self, beta: float = 1.0) -> None:
         self.beta = float(beta)
@@ -36,6 +37,7 @@ class BetaVAE(Objective):
 @OBJECTIVES.register("vae")
 class PlainVAE(BetaVAE):
     hyperparameters: ClassVar[tuple[str, ...]] = ()
+    loss_weights: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self) -> None:
         super().__init__(beta=1.0)

@@ -43,12 +43,19 @@ def dip_penalty(cov: torch.Tensor, lambda_od: float, lambda_d: float) -> torch.T
 
 class _DIPVAE(Objective):
     hyperparameters: ClassVar[tuple[str, ...]] = ("lambda_od",)
+    loss_weights: ClassVar[tuple[str, ...]] = ("lambda_od",)
     #: lambda_d = lambda_d_factor * lambda_od.
     lambda_d_factor: ClassVar[float]
 
     def __init__(self, lambda_od: float = 10.0) -> None:
         self.lambda_od = float(lambda_od)
         self.lambda_d = self.lambda_d_factor * self.lambda_od
+
+    def with_weights(self, **weights: float | torch.Tensor) -> Objective:
+        clone = super().with_weights(**weights)
+        if "lambda_od" in weights:  # lambda_d follows lambda_od, as in the constructor
+            clone.lambda_d = self.lambda_d_factor * weights["lambda_od"]  # type: ignore[attr-defined]
+        return clone
 
     def covariance(self, mu: torch.Tensor, logvar: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError

@@ -70,6 +70,7 @@ class WeakObjective(Objective):
 
     pairs: ClassVar[bool] = True
     hyperparameters: ClassVar[tuple[str, ...]] = ("beta", "kl_mode", "k")
+    loss_weights: ClassVar[tuple[str, ...]] = ("beta",)
 
     def __init__(self, beta: float = 1.0, kl_mode: KLMode = "kl", k: PairK = 1) -> None:
         if kl_mode not in KL_MODES:
