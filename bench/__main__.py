@@ -24,6 +24,7 @@ BENCHES = (
     "cpu_share",
     "gpu_packing",
     "seeds_per_trial",
+    "cpu_ceiling",
     "render",
     "metrics",
     "analysis",
