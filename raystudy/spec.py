@@ -733,15 +733,63 @@ def _data_problems(
     checker = DataChecker()
     problems: list[tuple[str, str]] = []
     reported = set()
+    models: dict[str, tuple[str, str] | None] = {}
     for i, (trial, point) in enumerate(zip(trials, points, strict=True)):
         problem = checker.check(trial.dataset.name, trial.dataset.options, trial.split)
-        if problem is None or problem in reported:  # once, not once per grid point
+        own = trial.dataset == spec.dataset and trial.split == spec.split
+        if problem is None:
+            # The data is fine: can this model be built on it? (conv is for 64 px only.)
+            ds = checker.dataset(trial.dataset.name, trial.dataset.options)
+            key = repr((trial.model, ds.channels, ds.resolution, ds.factors.num_factors))
+            if key not in models:
+                models[key] = _model_problem(trial.model, ds)
+            found = models[key]
+            if found is None or found in reported:
+                continue
+            reported.add(found)
+            own = own and trial.model == spec.model
+            field, message = found
+            where = field if own else f"{_point_label(label, i, point)} -> {field}"
+            problems.append((where, message))
+            continue
+        if problem in reported:  # once, not once per grid point
             continue
         reported.add(problem)
-        own = trial.dataset == spec.dataset and trial.split == spec.split
         where = problem.field if own else f"{_point_label(label, i, point)} -> {problem.field}"
         problems.append((where, problem.message))
     return problems
+
+
+#: The most parameters a model may have (weights, gradients and Adam's two moments of 2**31
+#: float32 parameters are 34 GB): beyond it, a resolution typo behind an `mlp` would only
+#: surface as an out-of-memory kill in every trial.
+MAX_MODEL_PARAMETERS = 2**31
+
+
+def _model_problem(model: ModelConfig, ds: Any) -> tuple[str, str] | None:
+    """(field, message) if the model cannot be built on `ds`, else None. Built on the meta
+    device: shapes only, no memory, a fraction of a millisecond."""
+    import torch
+
+    from raystudy.models import build
+
+    try:
+        with torch.device("meta"):
+            vae, _ = build(model, ds.channels, ds.resolution, ds.factors.num_factors)
+    except Exception as exc:
+        return (
+            "model.architecture",
+            f"{exc} (dataset {ds.name} at resolution {ds.resolution}; "
+            "architectures: conv 64 px, resnet 64 or 128 px, mlp any)",
+        )
+    size = sum(p.numel() for p in vae.parameters())
+    if size > MAX_MODEL_PARAMETERS:
+        return (
+            "model.architecture",
+            f"{model.architecture} at resolution {ds.resolution} has {size:,} parameters, more "
+            f"than {MAX_MODEL_PARAMETERS:,}: lower dataset.options.resolution",
+        )
+    return None
 
 
 class SpecLoader(yaml.SafeLoader):

@@ -42,7 +42,7 @@ import torch
 from raystudy.data import sdf
 from raystudy.data.colour import hue_to_rgb
 from raystudy.data.factors import Factor, FactorSpace
-from raystudy.data.procedural import ProceduralDataset
+from raystudy.data.procedural import ProceduralDataset, check_resolution
 from raystudy.data.registry import register_dataset
 
 MARGIN = 0.2
@@ -128,8 +128,7 @@ class DSprites(ProceduralDataset):
     def __init__(
         self, resolution: int = 64, orientation_bins: int | None = None, real_seed: int = 0
     ) -> None:
-        if resolution < 8:
-            raise ValueError(f"resolution must be >= 8, got {resolution}")
+        check_resolution(resolution, smallest=8)
         if orientation_bins is not None and not 1 <= orientation_bins <= 40:
             raise ValueError(f"orientation_bins must be in 1..40, got {orientation_bins}")
         self.resolution = resolution

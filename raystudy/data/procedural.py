@@ -24,6 +24,19 @@ def grid_position(idx: torch.Tensor, sizes: list[int]) -> torch.Tensor:
     return (idx * torch.tensor(strides, dtype=torch.int64, device=idx.device)).sum(dim=1)
 
 
+#: The largest `resolution` a procedural dataset renders: one 3-channel image is then 12 MB,
+#: a batch of 64 about 800 MB. Beyond it a typo (`resolution: 64000`) would only surface as
+#: an out-of-memory kill in every trial.
+MAX_RESOLUTION = 1024
+
+
+def check_resolution(resolution: int, smallest: int) -> None:
+    if not smallest <= resolution <= MAX_RESOLUTION:
+        raise ValueError(
+            f"resolution must be in {smallest}..{MAX_RESOLUTION} pixels, got {resolution}"
+        )
+
+
 class ProceduralDataset(GroundTruthDataset):
     """A dataset drawn from its factors, in the domains ``sim`` and ``real``."""
 

@@ -32,7 +32,7 @@ import torch
 from raystudy.data import sdf, solids
 from raystudy.data.colour import hue_to_rgb
 from raystudy.data.factors import Factor, FactorSpace
-from raystudy.data.procedural import ProceduralDataset
+from raystudy.data.procedural import ProceduralDataset, check_resolution
 from raystudy.data.registry import register_dataset
 from raystudy.data.workspace import Workspace
 
@@ -105,8 +105,7 @@ class Shapes3D(ProceduralDataset):
     channels = 3
 
     def __init__(self, resolution: int = 64, real_seed: int = 0) -> None:
-        if resolution < 16:
-            raise ValueError(f"resolution must be >= 16, got {resolution}")
+        check_resolution(resolution, smallest=16)
         self.resolution = resolution
         self.real_seed = real_seed
         self.factors = FactorSpace(shapes3d_factors())

@@ -209,7 +209,34 @@ def test_too_many_trials_is_refused_without_expanding_the_grid(tmp_path: Path) -
         (
             "dataset: {name: dsprites, options: {resolution: 4}}\nsplit: iid\n",
             "dataset.options",
-            ["resolution must be >= 8"],
+            ["resolution must be in 8..1024 pixels, got 4"],
+        ),
+        (
+            "dataset: {name: shapes3d, options: {resolution: 64000}}\nsplit: iid\n",
+            "dataset.options",
+            ["resolution must be in 16..1024 pixels, got 64000"],
+        ),
+        # a model that cannot be built on the data: found before Ray, not in every trial
+        (
+            "dataset: {name: dsprites, options: {resolution: 128}}\nsplit: iid\n",
+            "model.architecture",
+            ["conv architecture is for 64x64 images, got 128", "resnet 64 or 128 px"],
+        ),
+        (
+            "dataset: {name: dsprites, options: {resolution: 1024}}\nsplit: iid\n"
+            "model: {architecture: mlp}\n",
+            "model.architecture",
+            [
+                "mlp at resolution 1024 has 2,5",
+                "parameters, more than 2,147,483,648",
+                "lower dataset",
+            ],
+        ),
+        (
+            "dataset: {name: dsprites, options: {resolution: 128}}\nsplit: iid\n"
+            "model: {architecture: resnet}\ngrid: {model: {architecture: [resnet, conv]}}\n",
+            "grid point 1 (model.architecture=conv) -> model.architecture",
+            ["conv architecture is for 64x64 images, got 128"],
         ),
         (
             "dataset: {name: mpi3d_file}\nsplit: iid\n",
