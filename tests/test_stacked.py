@@ -95,6 +95,8 @@ def test_each_stacked_model_matches_its_lone_run(
         ("beta_vae", "beta", [1.0, 8.0], "loop", 1e-6),
         ("beta_vae", "beta", [1.0, 8.0], "vmap", 1e-5),
         ("dip_vae_i", "lambda_od", [1.0, 20.0], "vmap", 1e-5),
+        ("beta_tcvae", "beta", [1.0, 10.0], "vmap", 1e-5),
+        ("annealed_vae", "gamma", [10.0, 1000.0], "vmap", 1e-5),
     ],
 )
 def test_models_differing_in_a_loss_weight_match_their_lone_runs(
