@@ -396,13 +396,14 @@ def test_a_stack_over_beta_is_read_and_synced_from_tune_model_by_model(ray_local
         tiny(
             "beta_stack",
             LIGHT,
-            "execution.seeds_per_trial=4",
+            # 4 models, 3 per trial: a stack of 3 (two betas) and a stack of 1
+            "execution.seeds_per_trial=3",
             "execution.stack_over=[model.beta]",
             "grid={model: {objective: beta_vae, beta: [1, 4]}, seed: [0, 1]}",
         ),
     )
     outcome = run_study(spec, output=tmp_path, verbose=0)
-    assert outcome.ok and outcome.info.num_trials == 1 and outcome.info.models == 4
+    assert outcome.ok and outcome.info.num_trials == 2 and outcome.info.models == 4
     client = mlflow.MlflowClient(outcome.info.tracking_uri)
     runs = client.search_runs([outcome.info.experiment_id], "tags.`raystudy.role` = 'trial'")
     assert len(runs) == 4 and {r.info.status for r in runs} == {"FINISHED"}
@@ -414,7 +415,8 @@ def test_a_stack_over_beta_is_read_and_synced_from_tune_model_by_model(ray_local
         ("4.0", "1"),
     }
     assert len({r.data.metrics["train/loss"] for r in runs}) == 4
-    assert len({r.data.tags["raystudy.stack"] for r in runs}) == 1
+    sizes = sorted(r.data.params["seeds_per_trial"] for r in runs)
+    assert sizes == ["1", "3", "3", "3"] and len({r.data.tags["raystudy.stack"] for r in runs}) == 2
 
     # Tune's storage alone gives the same table, model by model.
     tune = load_tune_results(outcome.info.study_dir)
@@ -441,7 +443,9 @@ def test_a_stack_over_beta_is_read_and_synced_from_tune_model_by_model(ray_local
     for name, run in synced.items():
         original = by_name[name]
         assert run.info.status == "FINISHED"
-        assert run.data.params["model.beta"] == original.data.params["model.beta"]
+        for key in ("model.beta", "seed", "seeds_per_trial"):
+            assert run.data.params[key] == original.data.params[key], key
+        assert run.data.tags["raystudy.stack"] == original.data.tags["raystudy.stack"]
         assert run.data.metrics["dis/mig"] == pytest.approx(original.data.metrics["dis/mig"])
         steps = [m.step for m in other.get_metric_history(run.info.run_id, "train/loss")]
         assert sorted(steps) == [4, 8]

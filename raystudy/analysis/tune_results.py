@@ -192,8 +192,8 @@ def run_records(study_dir: Path, skip: Container[str] = ()) -> list[RunRecord]:
             if not model.evaluated or model.name in skip:
                 continue
             params: dict[str, Any] = config.flat()
-            if STACK in trial.config:
-                params["seeds_per_trial"] = spec.execution.seeds_per_trial
+            if STACK in trial.config:  # as the trial logged it: its stack's size
+                params["seeds_per_trial"] = len(spec.stacks()[trial.config[STACK]])
             records.append(
                 RunRecord(
                     trial_id=model.trial_id,
