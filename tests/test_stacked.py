@@ -11,12 +11,12 @@ import torch
 import yaml
 from tiny import LIGHT, SMOKE, tiny
 
-from raystudy.analysis.tune_results import load_tune_results, run_records
+from raystudy.analysis.tune_results import TuneTrial, load_tune_results, models_of, run_records
 from raystudy.data import get_dataset, get_split
 from raystudy.models import VAE, build
 from raystudy.spec import ModelConfig, SpecError, TrainConfig, load_spec
 from raystudy.stacked import train_stacked
-from raystudy.study import run_study, stack_labels
+from raystudy.study import StudyError, run_study, stack_labels
 from raystudy.tracking import TRIAL_ID_TAG, sync_run
 from raystudy.train import TrainingDiverged, train
 from raystudy.trial import LocalReporter, TrialContext
@@ -449,3 +449,30 @@ def test_a_stack_over_beta_is_read_and_synced_from_tune_model_by_model(ray_local
         assert run.data.metrics["dis/mig"] == pytest.approx(original.data.metrics["dis/mig"])
         steps = [m.step for m in other.get_metric_history(run.info.run_id, "train/loss")]
         assert sorted(steps) == [4, 8]
+
+
+def test_a_stacked_tune_trial_splits_into_its_models():
+    rows = [  # as a stacked trial reports to Tune: the mean, and each model under stack/<s>/
+        {"step": 4.0, "train/loss": 1.5, "stack/0/train/loss": 1.0, "stack/1/train/loss": 2.0},
+        {"step": 8.0, "train/loss": 1.0, "stack/0/train/loss": 1.0, "stack/1/diverged_at_step": 8},
+        {
+            "step": 8.0,
+            "dis/mig": 0.3,
+            "stack/0/dis/mig": 0.3,
+            "stack/1/diverged_at_step": 8,
+            "evaluated": 1.0,
+        },
+    ]
+    trial = TuneTrial("t", "id", {"stack": 0}, rows, None)
+    kept, lost = trial.member(0, "a", "id/seed=0"), trial.member(1, "b", "id/seed=1")
+    assert kept.status == "FINISHED" and kept.final() == {"dis/mig": 0.3}
+    assert kept.history() == [(4, {"train/loss": 1.0}), (8, {"train/loss": 1.0})]
+    assert lost.status == "FAILED" and "step 8" in (lost.error or "")
+    assert lost.history() == [(4, {"train/loss": 2.0})] and lost.final() == {}
+
+    spec = load_spec(SMOKE, ["execution.seeds_per_trial=2", "grid={seed: [0, 1]}"])
+    started = TuneTrial("t", "id", {"stack": 0}, [], None)  # no report yet: running, not stale
+    assert [m.status for m, _, _ in models_of(started, spec, "s")] == ["RUNNING", "RUNNING"]
+    stale = TuneTrial("t", "id", {"stack": 0}, [{"step": 4.0, "train/loss": 1.5}], None)
+    with pytest.raises(StudyError, match="reported only the mean"):
+        models_of(stale, spec, "s")

@@ -161,7 +161,7 @@ def models_of(
         return [(trial, trial_config(spec.base(), points, trial.config), {})]
     members = spec.stacks()[trial.config[STACK]]
     configs = [TrialConfig.model_validate(deep_merge(spec.base(), points[j])) for j in members]
-    if not any(k.startswith(STACK_KEYS) for row in trial.rows for k in row):
+    if trial.rows and not any(k.startswith(STACK_KEYS) for row in trial.rows for k in row):
         raise StudyError(
             f"study {study!r}: stacked trial {trial.name} reported only the mean of its "
             "models to Tune (a raystudy before per-model reports): read it from MLflow"
@@ -188,7 +188,11 @@ def run_records(study_dir: Path, skip: Container[str] = ()) -> list[RunRecord]:
     for trial in read_tune_trials(tune_dir_of(study_dir), skip):
         if not trial.trial_id:
             continue
-        for model, config, tags in models_of(trial, spec, spec.name):
+        try:
+            models = models_of(trial, spec, spec.name)
+        except StudyError:
+            continue  # a stack that reported only its mean: MLflow is its only record
+        for model, config, tags in models:
             if not model.evaluated or model.name in skip:
                 continue
             params: dict[str, Any] = config.flat()
