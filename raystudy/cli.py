@@ -331,17 +331,19 @@ def datasets_show(
     ] = None,
 ) -> None:
     """Write a grid of samples: one row per domain, the same factor combinations in each."""
-    import yaml
-
     from raystudy.data import get_dataset
     from raystudy.data.preview import write_preview
+    from raystudy.spec import parse_yaml
 
     options = {}
     for item in option or []:
         key, sep, value = item.partition("=")
         if not sep or not key:
             _fail(f"--option {item!r}: expected key=value")
-        options[key] = yaml.safe_load(value)
+        try:
+            options[key] = parse_yaml(value)  # as a spec's dataset.options reads it
+        except ValueError as exc:
+            _fail(f"--option {key}: value is {exc}")
     try:
         ds = get_dataset(name, **options)
         path = write_preview(ds, out, n=n, seed=seed)

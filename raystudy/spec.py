@@ -458,11 +458,9 @@ def apply_overrides(raw: dict[str, Any], overrides: Iterable[str], source: str) 
         if not sep or not path.strip():
             raise SpecError(source, [("--set", f"{item!r} is not of the form dotted.path=value")])
         try:
-            value = yaml.load(text, Loader=SpecLoader)  # the spec file's rules, merge cap too
-        except (yaml.YAMLError, RecursionError) as exc:
-            raise SpecError(
-                source, [(f"--set {path}", f"value is not valid YAML: {exc}")]
-            ) from None
+            value = parse_yaml(text)  # the spec file's rules, merge cap too
+        except ValueError as exc:
+            raise SpecError(source, [(f"--set {path}", f"value is {exc}")]) from None
         node = raw
         parts = path.strip().split(".")
         for part in parts[:-1]:
@@ -792,6 +790,17 @@ def _model_problem(model: ModelConfig, ds: Any) -> tuple[str, str] | None:
     return None
 
 
+def parse_yaml(text: str) -> Any:
+    """`text` read under a spec file's rules (`SpecLoader`); ValueError("not valid YAML:
+    <why>") for anything it refuses, nesting too deep for the parser included."""
+    try:
+        return yaml.load(text, Loader=SpecLoader)  # a SafeLoader: plain data only
+    except yaml.YAMLError as exc:
+        raise ValueError(f"not valid YAML: {exc}") from None
+    except RecursionError:
+        raise ValueError(f"not valid YAML: nested too deeply ({_TOO_DEEP})") from None
+
+
 class SpecLoader(yaml.SafeLoader):
     """`yaml.safe_load`'s loader (plain data only, no Python tags), refusing a key that a
     mapping repeats: YAML forbids it, yet PyYAML keeps the last value and silently drops the
@@ -811,6 +820,20 @@ class SpecLoader(yaml.SafeLoader):
                 "(YAML merge keys repeating each other?)",
                 node.start_mark,
             )
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        # PyYAML's scalar constructors raise plain Python errors on well-formed YAML they
+        # cannot convert: an integer of 5000 digits (Python's int limit), `!!int 12a`,
+        # `2001-13-45` read as a date, `!!timestamp x`. Each becomes a YAML error at its place.
+        try:
+            return super().construct_object(node, deep=deep)
+        except (yaml.YAMLError, RecursionError):
+            raise
+        except Exception as exc:
+            kind = node.tag.rsplit(":", 1)[-1]
+            raise yaml.constructor.ConstructorError(
+                None, None, f"cannot read {kind} value: {exc}", node.start_mark
+            ) from None
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, yaml.Node] = {}
@@ -846,13 +869,9 @@ def load_spec(
     except (OSError, UnicodeDecodeError) as exc:
         raise SpecError(source, [("", f"cannot read the file as UTF-8 text: {exc}")]) from None
     try:
-        raw = yaml.load(text, Loader=SpecLoader)
-    except yaml.YAMLError as exc:
-        raise SpecError(source, [("", f"not valid YAML: {exc}")]) from None
-    except RecursionError:
-        raise SpecError(
-            source, [("", f"not valid YAML: nested too deeply ({_TOO_DEEP})")]
-        ) from None
+        raw = parse_yaml(text)
+    except ValueError as exc:
+        raise SpecError(source, [("", str(exc))]) from None
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):

@@ -122,6 +122,11 @@ def test_field_errors_name_the_file_the_field_and_what_is_allowed(
         ("name: s\nmodel: {beta: 1, beta: 2}\n", ["duplicate key 'beta'"]),
         ("name: s\n\ttrain: {}\n", ["not valid YAML", "'\\t'"]),
         ("name: 's\n", ["not valid YAML", "quoted scalar"]),
+        # well-formed YAML that PyYAML's constructors cannot convert (they raise plain errors)
+        ("name: s\nseed: " + "9" * 5000 + "\n", ["not valid YAML", "cannot read int value"]),
+        ("name: s\nseed: !!int 12a\n", ["not valid YAML", "cannot read int value", "line 2"]),
+        ("name: s\ngrid: {seed: [2001-13-45]}\n", ["cannot read timestamp value", "month"]),
+        ("name: s\nmodel: {beta: !!float abc}\n", ["cannot read float value"]),
         ("name: s\n" + "x: " + "[" * 200 + "]" * 200 + "\n", ["nested too deeply"]),
         ("name: s\ngrid: {seed: &s [1, *s]}\n", ["grid.seed[1]", "nested too deeply"]),
         (
@@ -145,6 +150,20 @@ def test_field_errors_name_the_file_the_field_and_what_is_allowed(
 )
 def test_malformed_yaml_is_a_spec_error(tmp_path: Path, text: str, words: list[str]) -> None:
     spec_error(tmp_path, text, words=tuple(words))
+
+
+@pytest.mark.parametrize("value", ["9" * 5000, "!!timestamp x", "[" * 5000 + "]" * 5000])
+def test_set_values_and_dataset_options_are_read_like_the_file(tmp_path: Path, value: str) -> None:
+    path = tmp_path / "ok.yaml"
+    path.write_text("name: s\n")
+    with pytest.raises(SpecError, match=r"--set seed: value is not valid YAML: "):
+        load_spec(path, [f"seed={value}"])
+    shown = CliRunner().invoke(
+        app,
+        ["datasets", "show", "dsprites", "-o", str(tmp_path / "x.png"), "-O", f"real_seed={value}"],
+    )
+    assert shown.exit_code == 2, shown.output  # a message, not a traceback
+    assert "--option real_seed: value is not valid YAML: " in shown.output, shown.output
 
 
 def test_yaml_merge_keys_still_override(tmp_path: Path) -> None:
