@@ -9,6 +9,7 @@ a `TrialConfig`, so every error is found before Ray starts.
 from __future__ import annotations
 
 import copy
+import functools
 import itertools
 import math
 import re
@@ -765,22 +766,19 @@ MAX_MODEL_PARAMETERS = 2**31
 
 
 def _model_problem(model: ModelConfig, ds: Any) -> tuple[str, str] | None:
-    """(field, message) if the model cannot be built on `ds`, else None. Built on the meta
-    device: shapes only, no memory, a fraction of a millisecond."""
-    import torch
-
-    from raystudy.models import build
+    """(field, message) if the model cannot be built on `ds`, else None."""
+    from raystudy.models.objectives import objective_from_config
 
     try:
-        with torch.device("meta"):
-            vae, _ = build(model, ds.channels, ds.resolution, ds.factors.num_factors)
+        objective = objective_from_config(model)
+        latent = ds.factors.num_factors if objective.code_is_factor_sized else model.latent_dim
+        size = _network_size(model.architecture, ds.channels, latent, ds.resolution)
     except Exception as exc:
         return (
             "model.architecture",
             f"{exc} (dataset {ds.name} at resolution {ds.resolution}; "
             "architectures: conv 64 px, resnet 64 or 128 px, mlp any)",
         )
-    size = sum(p.numel() for p in vae.parameters())
     if size > MAX_MODEL_PARAMETERS:
         return (
             "model.architecture",
@@ -788,6 +786,18 @@ def _model_problem(model: ModelConfig, ds: Any) -> tuple[str, str] | None:
             f"than {MAX_MODEL_PARAMETERS:,}: lower dataset.options.resolution",
         )
     return None
+
+
+@functools.cache
+def _network_size(architecture: str, channels: int, latent_dim: int, resolution: int) -> int:
+    """Parameters of the encoder and decoder, built on the meta device (shapes only, no
+    memory); once per shape, since a sweep over loss weights builds the same network."""
+    import torch
+
+    from raystudy.models import build_model, num_parameters
+
+    with torch.device("meta"):
+        return num_parameters(build_model(architecture, channels, latent_dim, resolution))
 
 
 def parse_yaml(text: str) -> Any:
