@@ -319,6 +319,11 @@ def _dci_hinton(
     return path
 
 
+def split_tag(config: TrialConfig) -> str:
+    """The run tag `split`: a built-in split's name, or "custom" for one written in the spec."""
+    return config.split if isinstance(config.split, str) else "custom"
+
+
 def run_tags(config: TrialConfig, ctx: TrialContext) -> dict[str, str]:
     """The tags of a model's MLflow run: its study, code, placement and split."""
     return {
@@ -326,7 +331,7 @@ def run_tags(config: TrialConfig, ctx: TrialContext) -> dict[str, str]:
         "raystudy.version": ctx.code_version,
         "ray.node_id": ctx.node,
         "ray.gpu_ids": ctx.gpu_ids,
-        "split": config.split if isinstance(config.split, str) else "custom",
+        "split": split_tag(config),
     }
 
 

@@ -29,7 +29,7 @@ from raystudy.study import (
     trial_labels,
 )
 from raystudy.tracking import TRIAL_ID_TAG, RunRecord
-from raystudy.trial import EVALUATED
+from raystudy.trial import EVALUATED, split_tag
 from raystudy.trial_stack import DIVERGED_KEY, STACK_KEYS, STACK_TAG, member_keys
 
 TRAIN = "train/"
@@ -205,7 +205,7 @@ def run_records(study_dir: Path, skip: Container[str] = ()) -> list[RunRecord]:
                     params=params,
                     tags={
                         "raystudy.study": spec.name,
-                        "split": config.split if isinstance(config.split, str) else "custom",
+                        "split": split_tag(config),
                         **tags,
                     },
                     history=model.history(),
