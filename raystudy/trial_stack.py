@@ -38,7 +38,7 @@ from raystudy.trial import (
 STACK_TAG = "raystudy.stack"
 #: Prefix of a model's own values in a stacked trial's Tune reports: ``stack/<s>/<metric>``.
 STACK_KEYS = "stack/"
-#: Reported under ``stack/<s>/`` from the report at which model s diverged on.
+#: Under ``stack/<s>/`` in every report from the one at which model s diverged: that step.
 DIVERGED_KEY = "diverged_at_step"
 
 
