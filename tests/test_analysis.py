@@ -199,3 +199,92 @@ def test_write_analysis_files_figures_and_a_self_contained_report(tmp_path: Path
     assert not re.search(r"url\(|@import|<script|<link", report, re.I)
     assert "Runs not analysed" in report and "RuntimeError: planted" in report
     assert "Model selection" in report and "x: 1" in report
+
+
+def _runs(n: int, **columns: object) -> pd.DataFrame:
+    """A finished results table of n runs named r00, r01, ..."""
+    return pd.DataFrame(
+        {
+            "status": "FINISHED",
+            "tags.mlflow.runName": [f"r{i:02d}" for i in range(n)],
+            "params.model.objective": "beta_vae",
+            **columns,
+        }
+    )
+
+
+def _selection_row(table: pd.DataFrame, selector: str) -> pd.Series:
+    rows = table[(table["selector"] == selector) & (table["group"] == "all")]
+    assert len(rows) == 1
+    return rows.iloc[0]
+
+
+def test_regret_is_against_the_best_of_every_model_not_of_those_the_selector_scored() -> None:
+    mae = np.array([0.10, 0.12, 0.15, 0.30, 0.32, 0.34])
+    # factor_vae was logged only on the three worst models; mig on all of them
+    frame = _runs(
+        6,
+        **{
+            "metrics.dis/factor_vae": [np.nan, np.nan, np.nan, 0.1, 0.2, 0.9],
+            "metrics.dis/mig": [0.9, 0.8, 0.7, 0.3, 0.2, 0.1],
+            "metrics.transfer/t/gbt/mae": mae,
+        },
+    )
+    table = selection_table(frame, [("all", frame.index)], min_trials=3)
+    partial = _selection_row(table, "dis/factor_vae")
+    assert partial["n"] == 3 and partial["chosen"] == "r05"
+    assert partial["best_mae"] == pytest.approx(0.10)
+    assert partial["regret"] == pytest.approx(0.34 - 0.10)
+    assert partial["random_regret"] == pytest.approx(mae.mean() - 0.10)
+    full = _selection_row(table, "dis/mig")
+    assert full["regret"] == 0.0 and full["random_regret"] == partial["random_regret"]
+
+
+def test_a_constant_selector_chooses_nothing_and_a_tie_costs_its_mean() -> None:
+    mae = [0.10, 0.20, 0.30, 0.40, 0.50, 0.60]
+    frame = _runs(
+        6,
+        **{
+            "metrics.dis/mig": [0.0] * 6,  # chooses nothing: no regret, not 0
+            "metrics.dis/sap": [0.5, 0.1, 0.5, 0.2, 0.3, 0.4],  # r00 and r02 tie at the top
+            "metrics.transfer/t/gbt/mae": mae,
+        },
+    )
+    table = selection_table(frame, [("all", frame.index)], min_trials=3)
+    flat = _selection_row(table, "dis/mig")
+    assert np.isnan(flat["regret"]) and flat["n"] == 6
+    assert flat["best_mae"] == pytest.approx(0.10)  # the scale is still there
+    tie = _selection_row(table, "dis/sap")
+    assert tie["chosen"] == "r00" and tie["regret"] == pytest.approx(0.20 - 0.10)
+
+
+def test_repeated_axes_and_repeated_row_labels_count_each_run_once(planted: pd.DataFrame) -> None:
+    done = finished(planted)
+    names = [g for g, _ in trial_groups(done, ["model", "objective", "beta", "model.beta"])]
+    assert len(names) == len(set(names))
+    # Two results tables concatenated in a notebook, labels kept: 60 + 60 distinct runs.
+    frame = pd.concat([done.head(60), done.iloc[60:120].set_axis(done.index[:60])])
+    analysis = compute(frame, Settings(by=("model", "objective"), n_boot=50))
+    assert analysis.correlations.groupby("group")["n"].max()["all"] == 120
+    assert analysis.selection.groupby("group")["n"].max()["all"] == 120
+
+
+def test_transfer_scores_of_different_splits_are_never_pooled() -> None:
+    rng = np.random.default_rng(0)
+    dci = rng.uniform(size=40)
+    split = np.where(np.arange(40) < 20, "iid", "extrapolation")
+    # Within each split better disentanglement transfers better (MAE falls with DCI), but
+    # extrapolation is much harder and its models happen to score higher DCI.
+    dci = np.where(split == "iid", dci, dci + 1.0)
+    mae = np.where(split == "iid", 1.0 - 0.5 * dci, 3.0 - 0.5 * dci)
+    frame = _runs(40, **{"params.split": split, "metrics.dis/dci_d": dci})
+    frame["metrics.transfer/test/gbt/mae"] = mae
+    analysis = compute(frame, Settings(n_boot=50))
+    table = analysis.correlations
+    assert not table["y"].str.startswith("transfer/test/").any()  # no pooled column
+    for cell in ("iid", "extrapolation"):
+        row = _cell(table, "dis/dci_d", f"transfer/test@{cell}/gbt/mae")
+        assert row["n"] == 20 and row["rho"] == pytest.approx(-1.0)
+        assert _cell(table, "dis/dci_d", f"transfer/test@{cell}/gbt/mae", f"cell={cell}")["n"] == 20
+    picked = analysis.selection[analysis.selection["selector"] == "dis/dci_d"]
+    assert (picked[picked["group"] == "all"]["regret"] == 0.0).all()

@@ -102,12 +102,14 @@ def disentanglement_violins(frame: pd.DataFrame) -> Figure | None:
     rows = -(-len(columns) // cols)
     fig, axes = _grid(rows, cols, 2.6, 3.0)
     for ax, column in zip(axes.flat, columns, strict=False):
+        counts = []
         for i, kind in enumerate(kinds):
             values = frame.loc[frame[SUPERVISION] == kind, column].to_numpy(dtype=float)
             _points_and_violin(ax, i, values, COLOURS[kind])
+            counts.append(int(np.isfinite(values).sum()))  # the points drawn, not the runs
         ax.set_xticks(range(len(kinds)))
         ax.set_xticklabels(
-            [f"{k}\n(n={int((frame[SUPERVISION] == k).sum())})" for k in kinds], fontsize=8
+            [f"{k}\n(n={n})" for k, n in zip(kinds, counts, strict=True)], fontsize=8
         )
         ax.set_ylabel(short(column))
         ax.set_title(short(column))

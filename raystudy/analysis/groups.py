@@ -12,6 +12,7 @@ from collections.abc import Iterable
 
 import pandas as pd
 
+from raystudy.analysis.cells import CELL
 from raystudy.analysis.columns import OBJECTIVE, PARAM
 from raystudy.analysis.errors import AnalysisError
 
@@ -72,16 +73,20 @@ def resolve_axis(frame: pd.DataFrame, axis: str) -> str:
 
 
 def trial_groups(frame: pd.DataFrame, by: Iterable[str] = ()) -> list[tuple[str, pd.Index]]:
-    """(group name, row labels) for `all`, each supervision type present, and each value of
-    each `by` axis (`<param key>=<value>`), in that order. `frame` needs `supervision`."""
+    """(group name, row labels) for `all`, each supervision type present, each cell of a
+    study over several datasets or splits (`cell=<name>`, see `raystudy.analysis.cells`),
+    and each value of each `by` axis (`<param key>=<value>`), in that order. `frame` needs
+    `supervision`. Axes that name the same parameter (`model`, `objective`) count once."""
     groups: list[tuple[str, pd.Index]] = [("all", frame.index)]
     if SUPERVISION in frame.columns:
         for kind in SUPERVISION_ORDER:
             rows = frame.index[frame[SUPERVISION] == kind]
             if len(rows):
                 groups.append((f"{SUPERVISION}={kind}", rows))
-    for axis in by:
-        column = resolve_axis(frame, axis)
+    if CELL in frame.columns:
+        for cell in sorted(frame[CELL].dropna().unique()):
+            groups.append((f"{CELL}={cell}", frame.index[frame[CELL] == cell]))
+    for column in dict.fromkeys(resolve_axis(frame, axis) for axis in by):
         values = frame[column].astype(str)
         for value in sorted(values.unique()):
             groups.append((f"{column.removeprefix(PARAM)}={value}", frame.index[values == value]))

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from raystudy.analysis.cells import transfer_by_cell
 from raystudy.analysis.columns import disentanglement_columns, downstream_columns, metric
 from raystudy.analysis.correlations import correlation_table, transfer_correlations
 from raystudy.analysis.errors import AnalysisError
@@ -77,8 +78,11 @@ def compute(frame: pd.DataFrame, settings: Settings = Settings()) -> Analysis:
     `frame` is a results table (any statuses); failed and running trials are counted, never
     analysed.
     """
+    # Groups are sets of row labels: a table concatenated without fresh labels would
+    # count every repeated label's rows again.
+    frame = frame.reset_index(drop=True)
     frame = with_supervision(frame) if "supervision" not in frame.columns else frame
-    done = finished(frame)
+    done = transfer_by_cell(finished(frame))
     groups = trial_groups(done, settings.by)
     correlations = transfer_correlations(
         done, groups, n_boot=settings.n_boot, seed=settings.seed, min_trials=settings.min_trials

@@ -49,18 +49,24 @@ def selector_columns(frame: pd.DataFrame) -> list[str]:
 def select(
     scores: np.ndarray, errors: np.ndarray, direction: str
 ) -> tuple[int, float, float, float] | None:
-    """(position of the chosen row, its error, best error, mean error) over the rows where
-    both values exist; None when there are none.
+    """(position of the chosen row, its error, best error, mean error), or None when the
+    proxy cannot choose: fewer than two distinct proxy values among the rows that have both.
 
-    Ties in the proxy go to the first row in table order (trials are sorted by name), so a
-    result never depends on how the store happened to list runs.
+    The proxy chooses among the rows where both values exist; the best and the mean error are
+    over every row with an error, so a proxy logged on only some models is not credited with
+    finding the best of those. A tie at the top costs the mean error of the tied rows (what a
+    random tie-break costs on average); the position is the first of them in table order
+    (trials are sorted by name), so a result never depends on how the store listed runs.
     """
-    both = np.flatnonzero(np.isfinite(scores) & np.isfinite(errors))
-    if both.size == 0:
+    has_error = np.isfinite(errors)
+    both = np.flatnonzero(np.isfinite(scores) & has_error)
+    if both.size == 0 or np.unique(scores[both]).size < 2:
         return None
     s, e = scores[both], errors[both]
-    pick = int(np.argmax(s) if direction == "max" else np.argmin(s))
-    return int(both[pick]), float(e[pick]), float(e.min()), float(e.mean())
+    top = s.max() if direction == "max" else s.min()
+    tied = np.flatnonzero(s == top)
+    valid = errors[has_error]
+    return int(both[tied[0]]), float(e[tied].mean()), float(valid.min()), float(valid.mean())
 
 
 def selection_table(
@@ -71,7 +77,9 @@ def selection_table(
 ) -> pd.DataFrame:
     """One row per (scenario, probe, group, selector) for every `transfer/*/mae` score.
 
-    A cell with fewer than `min_trials` trials holding both scores is blank (n is kept).
+    A cell with fewer than `min_trials` trials holding both scores, or whose selector is
+    constant over them, is blank (n is kept); `best_mae` and `random_regret` are over every
+    trial with the transfer score, the same on each selector's row.
     """
     names = frame[RUN_NAME] if RUN_NAME in frame.columns else frame.index.to_series().astype(str)
     targets = transfer_scores(frame, ("mae",))
@@ -84,6 +92,14 @@ def selection_table(
         scores = sub[selectors].to_numpy(dtype=np.float64, na_value=np.nan)
         for target in targets:
             errors = sub[target.column].to_numpy(dtype=np.float64, na_value=np.nan)
+            valid = errors[np.isfinite(errors)]
+            # The scale every selector of this target is read against, whether or not it
+            # can choose: the best model in hindsight and the cost of a random choice.
+            scale: dict[str, object] = (
+                {"best_mae": valid.min(), "random_regret": valid.mean() - valid.min()}
+                if valid.size >= min_trials
+                else {}
+            )
             for j, selector in enumerate(selectors):
                 direction = selection_direction(selector) or "max"
                 n = int((np.isfinite(scores[:, j]) & np.isfinite(errors)).sum())
@@ -94,17 +110,12 @@ def selection_table(
                     "selector": short(selector),
                     "direction": direction,
                     "n": n,
+                    **scale,
                 }
                 picked = select(scores[:, j], errors, direction)
                 if picked is not None and n >= min_trials:
-                    at, chosen, best, mean = picked
-                    row.update(
-                        chosen=labels[at],
-                        chosen_mae=chosen,
-                        best_mae=best,
-                        regret=chosen - best,
-                        random_regret=mean - best,
-                    )
+                    at, chosen, best, _ = picked
+                    row.update(chosen=labels[at], chosen_mae=chosen, regret=chosen - best)
                 rows.append(row)
     table = pd.DataFrame(rows, columns=COLUMNS).astype(
         {c: "float64" for c in ("chosen_mae", "best_mae", "regret", "random_regret")}
