@@ -557,6 +557,21 @@ def resume_study(
     return _finish(tracker, info, states, started)
 
 
+def tune_states(tune_dir: Path) -> dict[str, str]:
+    """Tune trial id -> Tune state (TERMINATED, ERROR, RUNNING, ...) from the latest
+    experiment state in a study's Tune storage; empty before Tune wrote one."""
+    states = sorted(tune_dir.glob("experiment_state-*.json"))
+    if not states:
+        return {}
+    # Plain JSON: only each trial's id and status are needed, never its pickled parts.
+    data = json.loads(states[-1].read_text())
+    out = {}
+    for trial_json, _runtime in data.get("trial_data", []):
+        trial = json.loads(trial_json)
+        out[str(trial.get("trial_id", len(out)))] = trial["status"]
+    return out
+
+
 def study_status(study_dir: Path) -> dict[str, int]:
     """Trial counts by Tune state (TERMINATED, RUNNING, ERROR, PENDING, ...), from disk.
 
@@ -564,13 +579,7 @@ def study_status(study_dir: Path) -> dict[str, int]:
     continues.
     """
     info = StudyInfo.read(study_dir)
-    counts: Counter[str] = Counter()
-    states = sorted((study_dir / TUNE_DIR).glob("experiment_state-*.json"))
-    if states:
-        # Plain JSON: only each trial's status is needed, never its pickled parts.
-        data = json.loads(states[-1].read_text())
-        for trial_json, _runtime in data.get("trial_data", []):
-            counts[json.loads(trial_json)["status"]] += 1
+    counts = Counter(tune_states(study_dir / TUNE_DIR).values())
     if info.num_trials > sum(counts.values()):
         counts["PENDING"] += info.num_trials - sum(counts.values())
     return dict(counts)

@@ -168,6 +168,15 @@ def run_seed_stack(
             runs[s].finish("FINISHED")
             results[s] = scores
         if errors:
+            # Tune's copy of the others' scores first: it is their only record if the
+            # tracking store is lost, and `--from-tune` reads them as finished from it.
+            reporter.report(
+                {
+                    "step": float(base.train.steps),
+                    **_tune_row(results, result.diverged),
+                    EVALUATED: 1.0,
+                }
+            )
             raise errors[0]
     except SystemExit:
         for s in open_runs:

@@ -390,6 +390,39 @@ def test_an_interrupted_stacked_trial_resumes_the_same_runs(tmp_path):
     assert [r.data.metrics for r in client.search_runs([experiment])] == before
 
 
+def test_one_seeds_failed_evaluation_leaves_the_others_finished_in_tune_too(tmp_path, monkeypatch):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = mlflow.MlflowClient(uri)
+    experiment = client.create_experiment("stack")
+    base = load_spec(SMOKE, tiny("stack", LIGHT)).trials()[0]
+    configs = [base.model_copy(update={"seed": s}) for s in (0, 1)]
+    from raystudy import trial_stack
+
+    evaluate = trial_stack.evaluate
+
+    def fails_for_seed_1(model, dataset, split, config, device, n_jobs=1):
+        if config.seed == 1:  # an injected fault in one model's evaluation only
+            raise ValueError("probe failed on seed 1")
+        return evaluate(model, dataset, split, config, device, n_jobs=n_jobs)
+
+    monkeypatch.setattr(trial_stack, "evaluate", fails_for_seed_1)
+    reporter = LocalReporter()
+    with pytest.raises(ValueError, match="seed 1"):
+        run_seed_stack(
+            configs,
+            TrialContext(uri, experiment, None, "s", "t0", "t0"),
+            reporter,
+            ["seed0", "seed1"],
+        )
+    status = {r.info.run_name: r.info.status for r in client.search_runs([experiment])}
+    assert status == {"seed0": "FINISHED", "seed1": "FAILED"}
+    # Tune got seed 0's scores before the error: read back, it finished and seed 1 failed.
+    trial = TuneTrial("t0", "t0", {"stack": 0}, reporter.results, "ValueError: probe failed")
+    kept, lost = trial.member(0, "seed0", "t0/seed=0"), trial.member(1, "seed1", "t0/seed=1")
+    assert kept.status == "FINISHED" and "dis/mig" in kept.final()
+    assert lost.status == "FAILED" and lost.error == "ValueError: probe failed"
+
+
 def test_a_stack_over_beta_is_read_and_synced_from_tune_model_by_model(ray_local, tmp_path):
     spec = load_spec(
         SMOKE,
@@ -473,6 +506,9 @@ def test_a_stacked_tune_trial_splits_into_its_models():
     spec = load_spec(SMOKE, ["execution.seeds_per_trial=2", "grid={seed: [0, 1]}"])
     started = TuneTrial("t", "id", {"stack": 0}, [], None)  # no report yet: running, not stale
     assert [m.status for m, _, _ in models_of(started, spec, "s")] == ["RUNNING", "RUNNING"]
+    # Stopped by Tune (ASHA) before its scores: killed, as the study's end marks its runs.
+    stopped = TuneTrial("t", "id", {"stack": 0}, rows[:1], None, tune_state="TERMINATED")
+    assert [m.status for m, _, _ in models_of(stopped, spec, "s")] == ["KILLED", "KILLED"]
     stale = TuneTrial("t", "id", {"stack": 0}, [{"step": 4.0, "train/loss": 1.5}], None)
     with pytest.raises(StudyError, match="reported only the mean"):
         models_of(stale, spec, "s")

@@ -27,6 +27,7 @@ from raystudy.study import (
     load_study_spec,
     trial_config,
     trial_labels,
+    tune_states,
 )
 from raystudy.tracking import TRIAL_ID_TAG, RunRecord
 from raystudy.trial import EVALUATED, split_tag
@@ -48,6 +49,8 @@ class TuneTrial:
     config: dict[str, Any]
     rows: list[dict[str, Any]]
     error: str | None
+    #: Tune's state of the trial (TERMINATED, ERROR, RUNNING, ...), when recorded.
+    tune_state: str | None = None
 
     @property
     def evaluated(self) -> bool:
@@ -56,10 +59,14 @@ class TuneTrial:
 
     @property
     def status(self) -> str:
-        """The MLflow status this trial's run would have: FINISHED, FAILED or RUNNING."""
+        """The MLflow status this trial's run would have: FINISHED, FAILED, KILLED (Tune
+        stopped it before its scores, e.g. ASHA; the study's end marks its run so) or
+        RUNNING."""
         if self.evaluated:
             return "FINISHED"
-        return "FAILED" if self.error else "RUNNING"
+        if self.error:
+            return "FAILED"
+        return "KILLED" if self.tune_state == "TERMINATED" else "RUNNING"
 
     def history(self) -> list[tuple[int, dict[str, float]]]:
         """(step, train/* means) of every train report, in order."""
@@ -101,7 +108,7 @@ class TuneTrial:
             error = f"TrainingDiverged: loss not finite at step {int(diverged)}"
         if error is None and self.evaluated and not (rows and rows[-1].get(EVALUATED)):
             error = "not evaluated: its stacked trial finished without its scores"
-        return TuneTrial(name, trial_id, self.config, rows, error)
+        return TuneTrial(name, trial_id, self.config, rows, error, self.tune_state)
 
 
 def _error_line(path: Path) -> str | None:
@@ -117,6 +124,7 @@ def _error_line(path: Path) -> str | None:
 def read_tune_trials(tune_dir: Path, skip: Container[str] = ()) -> list[TuneTrial]:
     """Every trial folder under `tune_dir` that has a `params.json` and is not named in
     `skip`, sorted by name."""
+    states = tune_states(tune_dir)
     trials = []
     for params in sorted(tune_dir.glob("*/params.json")):
         folder = params.parent
@@ -134,9 +142,8 @@ def read_tune_trials(tune_dir: Path, skip: Container[str] = ()) -> list[TuneTria
                         continue
         trial_id = next((str(r["trial_id"]) for r in rows if "trial_id" in r), "")
         config = json.loads(params.read_text())
-        trials.append(
-            TuneTrial(folder.name, trial_id, config, rows, _error_line(folder / "error.txt"))
-        )
+        error = _error_line(folder / "error.txt")
+        trials.append(TuneTrial(folder.name, trial_id, config, rows, error, states.get(trial_id)))
     return trials
 
 
@@ -179,6 +186,15 @@ def models_of(
     ]
 
 
+def model_params(trial: TuneTrial, config: TrialConfig, spec: StudySpec) -> dict[str, Any]:
+    """A model's MLflow params as its trial logged them (but the model-cost ones): its
+    config, and in a stacked trial that stack's size."""
+    params: dict[str, Any] = config.flat()
+    if STACK in trial.config:
+        params["seeds_per_trial"] = len(spec.stacks()[trial.config[STACK]])
+    return params
+
+
 def run_records(study_dir: Path, skip: Container[str] = ()) -> list[RunRecord]:
     """What Tune recorded of every finished model (but those whose trial folder or run name
     is in `skip`), as the MLflow runs `sync_run` completes; the models of a stacked trial
@@ -195,9 +211,7 @@ def run_records(study_dir: Path, skip: Container[str] = ()) -> list[RunRecord]:
         for model, config, tags in models:
             if not model.evaluated or model.name in skip:
                 continue
-            params: dict[str, Any] = config.flat()
-            if STACK in trial.config:  # as the trial logged it: its stack's size
-                params["seeds_per_trial"] = len(spec.stacks()[trial.config[STACK]])
+            params = model_params(trial, config, spec)
             records.append(
                 RunRecord(
                     trial_id=model.trial_id,
@@ -231,12 +245,15 @@ def load_tune_results(study_dir: Path) -> pd.DataFrame:
                 f"tags.{TRIAL_ID_TAG}": trial.trial_id,
                 "tags.raystudy.study": info.name,
                 "tags.raystudy.source": "tune",
+                "tags.split": split_tag(config),
                 **{f"tags.{k}": v for k, v in tags.items()},
             }
             if trial.status != "FINISHED" and trial.error:
                 row[ERROR_TAG] = trial.error
             # MLflow keeps params as strings; so does this table, for the same analysis.
-            row.update({PARAM + k: str(v) for k, v in config.flat().items()})
+            row.update(
+                {PARAM + k: str(v) for k, v in model_params(tune_trial, config, spec).items()}
+            )
             row.update({METRIC + k: v for k, v in trial.metrics().items()})
             rows.append(row)
     return pd.DataFrame(rows)
