@@ -14,9 +14,9 @@ import itertools
 import math
 import re
 import typing
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import yaml
 from pydantic import (
@@ -25,6 +25,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -32,7 +33,15 @@ from pydantic import (
 from raystudy.registry import unknown_name_message
 from raystudy.search import check_space, random_points
 
+if TYPE_CHECKING:
+    from raystudy.data.check import DataChecker
+    from raystudy.data.splits import Split
+
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
+#: A study name is a folder name and an MLflow experiment name; well under both limits.
+NAME_MAX_LENGTH = 100
+#: Seeds go to numpy, torch and the search samplers; the last take 32-bit seeds only.
+SEED_LIMIT = 2**32
 
 
 class SpecError(ValueError):
@@ -47,8 +56,33 @@ class SpecError(ValueError):
         super().__init__("invalid study spec\n  " + "\n  ".join(lines))
 
 
+def _takes_number_not_bool(annotation: Any) -> bool:
+    """Whether a field holds a number and never a boolean (`int`, `float | None`, ...)."""
+    args = typing.get_args(annotation) or (annotation,)
+    plain = [a for a in args if a is not type(None)]
+    return bool not in plain and any(a in (int, float) for a in plain)
+
+
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # inf and nan are never a meaningful rate, weight, size or CPU count here.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_boolean_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+        # Pydantic reads True as 1, and YAML reads yes/no/on/off as booleans: `steps: yes`
+        # would train one step.
+        name = info.field_name
+        if (
+            isinstance(value, bool)
+            and name is not None
+            and _takes_number_not_bool(cls.model_fields[name].annotation)
+        ):
+            raise ValueError(
+                f"a number is needed, not the boolean {str(value).lower()} (YAML reads "
+                "yes/no/on/off/true/false as booleans)"
+            )
+        return value
 
 
 def _known(kind: str, name: str, names: Iterable[str]) -> str:
@@ -191,10 +225,16 @@ class EvaluationConfig(_Strict):
     probes: list[ProbeName] = Field(default_factory=lambda: ["gbt", "mlp"])
     num_train: int = Field(10000, ge=10, description="points the dis/* metrics train on")
     num_test: int = Field(5000, ge=10, description="points the dis/* metrics test on")
-    probe_train: int = Field(10000, ge=10, description="points each transfer probe trains on")
+    probe_train: int = Field(
+        10000,
+        ge=20,
+        description="points each transfer probe trains on (the mlp holds 10% out to stop early)",
+    )
     probe_test: int = Field(5000, ge=10, description="points each transfer probe is tested on")
     num_eval_images: int = Field(1000, ge=0, description="held-out images for eval/*; 0: none")
-    seed: int = Field(0, description="the same ground-truth draws score every model")
+    seed: int = Field(
+        0, ge=0, lt=SEED_LIMIT, description="the same ground-truth draws score every model"
+    )
 
 
 class _TrialFields(_Strict):
@@ -203,7 +243,7 @@ class _TrialFields(_Strict):
     model: ModelConfig = Field(default_factory=ModelConfig)
     train: TrainConfig = Field(default_factory=TrainConfig)
     evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
-    seed: int = 0
+    seed: int = Field(0, ge=0, lt=SEED_LIMIT)
 
     @field_validator("split")
     @classmethod
@@ -230,6 +270,15 @@ class AshaConfig(_Strict):
     reduction_factor: float = Field(2.0, gt=1.0)
     max_t: int = Field(100, ge=1, description="reports a trial may make at most")
 
+    @model_validator(mode="after")
+    def _grace_within_budget(self) -> AshaConfig:
+        if self.grace_period > self.max_t:
+            raise ValueError(
+                f"grace_period ({self.grace_period}) must be at most max_t ({self.max_t}): "
+                "no trial could be stopped before its last report"
+            )
+        return self
+
 
 class SearchConfig(_Strict):
     """grid: the `grid` field; random / optuna: `num_samples` draws from `space`."""
@@ -243,7 +292,25 @@ class SearchConfig(_Strict):
     storage: str | None = Field(
         None, description="Optuna storage URL; null -> sqlite optuna.db in the study folder"
     )
-    seed: int = 0
+
+    @field_validator("storage")
+    @classmethod
+    def _storage_url(cls, v: str | None) -> str | None:
+        from sqlalchemy.engine import make_url
+        from sqlalchemy.exc import ArgumentError
+
+        if v is None:
+            return v
+        try:
+            url = make_url(v)
+        except ArgumentError:
+            raise ValueError(
+                f"{v!r} is not a database URL: use sqlite:///path/to/optuna.db, "
+                "postgresql://user@host/db, mysql://... or null (optuna.db in the study folder)"
+            ) from None
+        return _absolute_sqlite(v, "search.storage") if url.get_backend_name() == "sqlite" else v
+
+    seed: int = Field(0, ge=0, lt=SEED_LIMIT)
     asha: AshaConfig | None = None
 
     @model_validator(mode="after")
@@ -323,8 +390,55 @@ class ResourcesConfig(_Strict):
         return v
 
 
+#: MLflow tracking stores a study can share between its driver and every trial process
+#: (SQLAlchemy database schemes may name a driver: postgresql+psycopg2).
+TRACKING_SCHEMES = ("sqlite", "postgresql", "mysql", "mssql", "http", "https", "databricks")
+FILE_STORE_OPT_IN = "MLFLOW_ALLOW_FILE_STORE"
+
+
+def _absolute_sqlite(url: str, field: str) -> str:
+    """`sqlite:///rel.db` made absolute: every trial runs in a working folder of its own, where
+    a relative path would name another, empty database (and a resumed study, started from
+    another folder, yet another)."""
+    rest = url.removeprefix("sqlite://")
+    if not rest.startswith("/") or rest == "/":
+        raise ValueError(
+            f"{field} {url!r} names no database file: use sqlite:///path/to/file.db "
+            "(a file is shared by every trial process; an in-memory one is not)"
+        )
+    path = rest[1:]
+    return url if path.startswith("/") else "sqlite:///" + str(Path(path).resolve())
+
+
 class TrackingConfig(_Strict):
     uri: str | None = Field(None, description="MLflow tracking URI; null -> sqlite in the study")
+
+    @field_validator("uri")
+    @classmethod
+    def _store_usable(cls, v: str | None) -> str | None:
+        import os
+
+        if v is None:
+            return v
+        scheme = v.partition("://")[0].lower() if "://" in v else ""
+        if scheme == "sqlite":
+            return _absolute_sqlite(v, "tracking.uri")
+        if scheme.split("+")[0] in TRACKING_SCHEMES:
+            return v
+        if scheme in ("", "file"):
+            # MLflow 3 refuses its file store unless told otherwise, in every process.
+            if os.environ.get(FILE_STORE_OPT_IN, "").lower() == "true":
+                return v if scheme else Path(v).resolve().as_uri()  # see _absolute_sqlite
+            raise ValueError(
+                f"{v!r} is an MLflow file store, which MLflow 3 refuses unless "
+                f"{FILE_STORE_OPT_IN}=true is set; use sqlite:///path/to/mlflow.db, a server "
+                "(http://host:port) or null (a sqlite store in the study folder)"
+            )
+        raise ValueError(
+            f"unknown tracking store scheme {scheme!r} in {v!r}; allowed: "
+            + ", ".join(f"{s}://" for s in TRACKING_SCHEMES)
+            + " (or null: a sqlite store in the study folder)"
+        )
 
 
 TRIAL_FIELDS = tuple(TrialConfig.model_fields)
@@ -333,7 +447,11 @@ TRIAL_FIELDS = tuple(TrialConfig.model_fields)
 class StudySpec(_TrialFields):
     """A study: base trial values, the grid over them, and how to run and track it."""
 
-    name: str = Field(pattern=NAME_PATTERN, description="the MLflow experiment and output folder")
+    name: str = Field(
+        pattern=NAME_PATTERN,
+        max_length=NAME_MAX_LENGTH,
+        description="the MLflow experiment and output folder",
+    )
     grid: dict[str, Any] = Field(default_factory=dict)
     search: SearchConfig = Field(default_factory=SearchConfig)
     execution: ExecutionConfig = Field(default_factory=ExecutionConfig)
@@ -653,11 +771,24 @@ def validate_spec(raw: Any, source: str = "<spec>", check_data: bool = True) -> 
                     problems.append((f"{_point_label(label, i, point)} -> {p}", m))
     if problems:
         raise SpecError(source, problems)
-    problems = _data_problems(spec, trials, points, label) if check_data else []
-    if problems:
-        raise SpecError(source, problems)
+    if spec.search.method == "grid":
+        # Two equal trials would train the same model twice under one run name.
+        _refuse_repeats(trials, points, range(len(trials)), label, "grid", source)
+    if check_data:
+        from raystudy.data.check import DataChecker
+
+        checker = DataChecker()
+        problems = _data_problems(spec, trials, points, label, checker)
+        if problems:
+            raise SpecError(source, problems)
+        problems = _search_metric_problems(spec, trials, checker)
+        if problems:
+            raise SpecError(source, problems)
     if spec.execution.seeds_per_trial > 1:
         _check_stackable(spec, source)
+        for stack in spec.stacks():
+            # Equal models of one stack would share one MLflow run (random draws can repeat).
+            _refuse_repeats(trials, points, stack, label, "execution.seeds_per_trial", source)
     elif spec.execution.stack_over:
         raise SpecError(
             source,
@@ -670,6 +801,33 @@ def validate_spec(raw: Any, source: str = "<spec>", check_data: bool = True) -> 
             ],
         )
     return spec
+
+
+def _refuse_repeats(
+    trials: list[TrialConfig],
+    points: list[dict[str, Any]],
+    among: Iterable[int],
+    label: str,
+    field: str,
+    source: str,
+) -> None:
+    first: dict[str, int] = {}
+    for i in among:
+        key = repr(trials[i].model_dump(mode="json"))
+        if key in first:
+            j = first[key]
+            raise SpecError(
+                source,
+                [
+                    (
+                        field,
+                        f"{_point_label(label, i, points[i])} is the same trial as "
+                        f"{_point_label(label, j, points[j])}: give every trial its own values "
+                        "(e.g. distinct seeds)",
+                    )
+                ],
+            )
+        first[key] = i
 
 
 def _check_stackable(spec: StudySpec, source: str) -> None:
@@ -718,7 +876,11 @@ def _point_label(label: str, i: int, point: Mapping[str, Any]) -> str:
 
 
 def _data_problems(
-    spec: StudySpec, trials: list[TrialConfig], points: list[dict[str, Any]], label: str
+    spec: StudySpec,
+    trials: list[TrialConfig],
+    points: list[dict[str, Any]],
+    label: str,
+    checker: DataChecker,
 ) -> list[tuple[str, str]]:
     """Build every distinct dataset and split the trials use, once each.
 
@@ -727,21 +889,22 @@ def _data_problems(
     trial, after Ray has started. A problem of the spec's own dataset/split is reported at
     its field; one that only a grid point brings, at that point.
     """
-    from raystudy.data.check import DataChecker
+    from raystudy.data.check import DataProblem
 
-    checker = DataChecker()
     problems: list[tuple[str, str]] = []
     reported = set()
     models: dict[str, tuple[str, str] | None] = {}
     for i, (trial, point) in enumerate(zip(trials, points, strict=True)):
-        problem = checker.check(trial.dataset.name, trial.dataset.options, trial.split)
+        built = checker.split(trial.dataset.name, trial.dataset.options, trial.split)
+        problem = built if isinstance(built, DataProblem) else None
         own = trial.dataset == spec.dataset and trial.split == spec.split
         if problem is None:
-            # The data is fine: can this model be built on it? (conv is for 64 px only.)
+            # The data is fine: can this model be built on it (conv is for 64 px only), and
+            # can its pairs be drawn from the split?
             ds = checker.dataset(trial.dataset.name, trial.dataset.options)
-            key = repr((trial.model, ds.channels, ds.resolution, ds.factors.num_factors))
+            key = repr((trial.model, trial.dataset, trial.split))
             if key not in models:
-                models[key] = _model_problem(trial.model, ds)
+                models[key] = _model_problem(trial.model, ds, built)
             found = models[key]
             if found is None or found in reported:
                 continue
@@ -759,15 +922,128 @@ def _data_problems(
     return problems
 
 
+def reported_metrics(trial: TrialConfig, split: Split, factor_names: Sequence[str]) -> set[str]:
+    """The final scores a trial of this config reports (DESIGN.md Sec. 6): what
+    `search.metric` may name besides the train/* losses."""
+    from raystudy.metrics import INTERVENTION_METRICS, METRICS
+    from raystudy.metrics.registry import metric_outputs
+
+    ev = trial.evaluation
+    out: set[str] = set()
+    if ev.num_eval_images:
+        plain = ("elbo", "recon", "kl", "tc")
+        out |= {f"eval/{k}" for k in plain}
+        if "heldout" in split.roles:
+            out |= {f"eval/{k}_heldout" for k in plain}
+    for name in ev.metrics:
+        fn = METRICS.get(name) if name in METRICS else INTERVENTION_METRICS.get(name)
+        namespace = getattr(fn, "namespace", "dis")
+        out |= {f"{namespace}/{k}" for k in metric_outputs(name)}
+    for scenario in split.scenarios if ev.probes else ():
+        for probe in ev.probes:
+            for score in ("mae", "r2"):
+                head = f"transfer/{scenario}/{probe}/{score}"
+                out |= {head, *(f"{head}/{f}" for f in factor_names)}
+    return out
+
+
+def _search_metric_problems(
+    spec: StudySpec, trials: list[TrialConfig], checker: DataChecker
+) -> list[tuple[str, str]]:
+    """A `search.metric` no trial reports leaves Optuna learning nothing (each trial ends
+    pruned), and an ASHA metric missing from the training reports turns early stopping off:
+    both silently, so both are refused here."""
+    search = spec.search
+    named: list[tuple[str, str]] = []
+    if search.method == "optuna" and search.metric is not None:
+        metrics = search.metric if isinstance(search.metric, list) else [search.metric]
+        many = isinstance(search.metric, list)
+        named = [
+            (f"search.metric[{i}]" if many else "search.metric", m) for i, m in enumerate(metrics)
+        ]
+    if search.asha is not None:
+        named.append(("search.asha.metric", search.asha.metric))
+    problems: list[tuple[str, str]] = []
+    for field, metric in named:
+        final = not metric.startswith("train/")
+        if final and field == "search.asha.metric":
+            problems.append(
+                (
+                    field,
+                    f"{metric!r} is not reported while training; ASHA compares trials at their "
+                    "training reports: use a train/* metric (train/loss, train/recon, train/kl "
+                    "or an objective's own train/* term)",
+                )
+            )
+            continue
+        for trial in trials:
+            ds = checker.dataset(trial.dataset.name, trial.dataset.options)
+            if final:
+                built = checker.split(trial.dataset.name, trial.dataset.options, trial.split)
+                reported = reported_metrics(trial, built, ds.factors.names)  # type: ignore[union-attr,arg-type]
+                what = (
+                    f"with evaluation.metrics {trial.evaluation.metrics}, probes "
+                    f"{trial.evaluation.probes} and split {_split_name(trial)}"
+                )
+                shown = sorted(m for m in reported if m.count("/") <= 3)
+                per_factor = " and the per-factor transfer/<scenario>/<probe>/mae/<factor>"
+                listed = ", ".join(shown) + (per_factor if trial.evaluation.probes else "")
+            else:
+                reported = _train_terms(trial.model, ds)
+                what, listed = f"objective {trial.model.objective}", ", ".join(sorted(reported))
+            if reported and metric not in reported:
+                problems.append(
+                    (
+                        field,
+                        f"{metric!r} is not reported by the trials ({what}); they report: {listed}",
+                    )
+                )
+                break
+    return problems
+
+
+def _split_name(trial: TrialConfig) -> str:
+    return trial.split if isinstance(trial.split, str) else "custom"
+
+
+@functools.cache
+def _train_terms_of(
+    model: ModelConfig, channels: int, resolution: int, factors: int
+) -> frozenset[str]:
+    """The train/* names an objective reports, from one step on the meta device (shapes
+    only: nothing is computed or allocated); empty if that cannot be run."""
+    import torch
+
+    from raystudy.models import build
+    from raystudy.models.factory import example_batch
+
+    try:
+        with torch.device("meta"):
+            net, objective = build(model, channels, resolution, factors)
+            batch = example_batch(
+                channels, resolution, factors, 4, objective.pairs, torch.device("meta")
+            )
+            terms = objective(net, batch, step=0)
+    except Exception:  # an objective that needs real values: its names stay unchecked
+        return frozenset()
+    return frozenset(f"train/{k}" for k in terms.scalars())
+
+
+def _train_terms(model: ModelConfig, ds: Any) -> frozenset[str]:
+    return _train_terms_of(model, ds.channels, ds.resolution, ds.factors.num_factors)
+
+
 #: The most parameters a model may have (weights, gradients and Adam's two moments of 2**31
 #: float32 parameters are 34 GB): beyond it, a resolution typo behind an `mlp` would only
 #: surface as an out-of-memory kill in every trial.
 MAX_MODEL_PARAMETERS = 2**31
 
 
-def _model_problem(model: ModelConfig, ds: Any) -> tuple[str, str] | None:
-    """(field, message) if the model cannot be built on `ds`, else None."""
+def _model_problem(model: ModelConfig, ds: Any, split: Any) -> tuple[str, str] | None:
+    """(field, message) if the model cannot be built on `ds` or trained on `split`, else
+    None."""
     from raystudy.models.objectives import objective_from_config
+    from raystudy.train import pair_k_problem
 
     try:
         objective = objective_from_config(model)
@@ -785,6 +1061,9 @@ def _model_problem(model: ModelConfig, ds: Any) -> tuple[str, str] | None:
             f"{model.architecture} at resolution {ds.resolution} has {size:,} parameters, more "
             f"than {MAX_MODEL_PARAMETERS:,}: lower dataset.options.resolution",
         )
+    pairs = pair_k_problem(objective.pair_k, ds, split)
+    if pairs is not None:
+        return "model.k", f"{pairs}; allowed: 1 up to that number, or random with 2 or more"
     return None
 
 

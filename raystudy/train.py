@@ -56,6 +56,31 @@ def preferred_memory_format(model: torch.nn.Module, device: torch.device) -> tor
     return torch.contiguous_format
 
 
+def varying_in_encoder_set(dataset: GroundTruthDataset, split: Split) -> int:
+    """How many factors take more than one value in the split's encoder set."""
+    box = bounding_box(split.selector("encoder"), dataset.factors)
+    return sum(int(allowed.sum()) > 1 for allowed in box)
+
+
+def pair_k_problem(pair_k: PairK | None, dataset: GroundTruthDataset, split: Split) -> str | None:
+    """Why pairs differing in `pair_k` factors cannot be drawn from the split's encoder set,
+    or None: k above the factors that vary there, or `random` (1..K-1) with fewer than 2."""
+    if pair_k is None:
+        return None
+    varying = varying_in_encoder_set(dataset, split)
+    if pair_k == "random" and varying < 2:
+        return (
+            f"k='random' needs at least 2 factors varying in split {split.name!r}'s "
+            f"encoder set, it has {varying}"
+        )
+    if isinstance(pair_k, int) and pair_k > varying:
+        return (
+            f"k={pair_k}: pairs cannot differ in more factors than vary in split "
+            f"{split.name!r}'s encoder set ({varying})"
+        )
+    return None
+
+
 class BatchSampler:
     """Draws a training batch: factor indices from the encoder set, rendered on `device`.
 
@@ -84,18 +109,10 @@ class BatchSampler:
         self.device, self.rng = device, rng
         sizes = torch.tensor(dataset.factors.sizes, dtype=torch.float32, device=device)
         self.scale = 1.0 / (sizes - 1.0).clamp(min=1.0)
-        box = bounding_box(split.selector("encoder"), dataset.factors)
-        self.varying = sum(int(allowed.sum()) > 1 for allowed in box)
-        if pair_k == "random" and self.varying < 2:
-            raise ValueError(
-                f"k='random' needs at least 2 factors varying in split {split.name!r}'s "
-                f"encoder set, it has {self.varying}"
-            )
-        if isinstance(pair_k, int) and pair_k > self.varying:
-            raise ValueError(
-                f"k={pair_k}: pairs cannot differ in more factors than vary in split "
-                f"{split.name!r}'s encoder set ({self.varying})"
-            )
+        problem = pair_k_problem(pair_k, dataset, split)
+        if problem is not None:
+            raise ValueError(problem)
+        self.varying = varying_in_encoder_set(dataset, split)
 
     @classmethod
     def for_training(

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from raystudy.metrics import INTERVENTION_METRICS, METRICS, MetricWarning, evaluate
+from raystudy.metrics.registry import metric_outputs
 
 N_TRAIN, N_TEST = 120, 60
 #: Keeps the tree-based metrics cheap; every other option is the default.
@@ -188,3 +189,7 @@ def test_keys_are_the_documented_ones():
     with pytest.warns(MetricWarning, match="needs 1000"):
         default = evaluate("gbt10000", codes, factors, num_train=N_TRAIN, num_test=N_TEST)
     assert set(default) == {"gbt10_acc", "gbt100_acc", "gbt1000_acc", "gbt10000_acc"}
+    # What a spec may name (search.metric) is what the metrics declare: the same keys.
+    assert set(default) == set(metric_outputs("gbt10000"))
+    for name in ("mig", "dci", "sap", "modularity"):
+        assert set(results[name]) == set(metric_outputs(name)), name

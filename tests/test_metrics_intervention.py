@@ -28,6 +28,7 @@ from raystudy.metrics import (
     evaluate_intervention,
     factor_vae,
 )
+from raystudy.metrics.registry import metric_outputs
 
 SIZES = (3, 4, 6, 5)
 NUM_TRAIN, NUM_EVAL = 2000, 3000
@@ -247,6 +248,9 @@ def test_same_seed_same_scores_and_a_shared_pool_is_the_internal_one():
         "factor_vae_active_dims",
         "factor_vae_resampled",
     }
+    # What a spec may name (search.metric) is what the metrics declare: the same keys.
+    assert set(a) == set(metric_outputs("factor_vae"))
+    assert set(beta_vae(ds, partly_mixed, pool=pool)) == set(metric_outputs("beta_vae"))
 
 
 def test_no_active_dimension_scores_zero_with_a_warning():

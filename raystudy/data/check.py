@@ -20,7 +20,7 @@ from raystudy.data.base import GroundTruthDataset
 from raystudy.data.file_dataset import FileDataset
 from raystudy.data.registry import DatasetOptionError, get_dataset
 from raystudy.data.selectors import SelectorError
-from raystudy.data.splits import get_split, split_from_spec
+from raystudy.data.splits import Split, get_split, split_from_spec
 
 
 @dataclass(frozen=True)
@@ -34,16 +34,21 @@ class DataChecker:
 
     def __init__(self) -> None:
         self._datasets: dict[str, GroundTruthDataset | DataProblem] = {}
-        self._checked: dict[str, DataProblem | None] = {}
+        self._checked: dict[str, Split | DataProblem] = {}
 
     def check(self, name: str, options: Mapping[str, Any], split: Any) -> DataProblem | None:
         """The first problem of a trial's dataset and split, or None."""
+        built = self.split(name, options, split)
+        return built if isinstance(built, DataProblem) else None
+
+    def split(self, name: str, options: Mapping[str, Any], split: Any) -> Split | DataProblem:
+        """A trial's split built on its dataset, or the first problem of either."""
         ds = self.dataset(name, options)
         if isinstance(ds, DataProblem):
             return ds
         key = _key(name, options, split)
         if key not in self._checked:
-            self._checked[key] = _split_problem(split, ds)
+            self._checked[key] = _build_split(split, ds)
         return self._checked[key]
 
     def dataset(self, name: str, options: Mapping[str, Any]) -> GroundTruthDataset | DataProblem:
@@ -74,7 +79,7 @@ def _build_dataset(name: str, options: Mapping[str, Any]) -> GroundTruthDataset 
         return DataProblem(field, detail)
 
 
-def _split_problem(split: Any, ds: GroundTruthDataset) -> DataProblem | None:
+def _build_split(split: Any, ds: GroundTruthDataset) -> Split | DataProblem:
     try:
         if isinstance(split, str):
             built = get_split(split, ds)
@@ -82,15 +87,14 @@ def _split_problem(split: Any, ds: GroundTruthDataset) -> DataProblem | None:
             # procedural datasets hold the whole grid, which the built-in splits are tested on.
             if isinstance(ds, FileDataset):
                 built.check_nonempty()
-        else:
-            split_from_spec(split, ds, where="split")
+            return built
+        return split_from_spec(split, ds, where="split")
     except SelectorError as exc:
         # The message starts with the field path it is about: "split.encoder.hue: ...".
         field, _, message = str(exc).partition(": ")
         return DataProblem(field, message) if field.startswith("split") else _plain(exc)
     except Exception as exc:
         return _plain(exc)
-    return None
 
 
 def _plain(exc: Exception) -> DataProblem:

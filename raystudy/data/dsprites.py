@@ -42,7 +42,7 @@ import torch
 from raystudy.data import sdf
 from raystudy.data.colour import hue_to_rgb
 from raystudy.data.factors import Factor, FactorSpace
-from raystudy.data.procedural import ProceduralDataset, check_resolution
+from raystudy.data.procedural import ProceduralDataset, check_real_seed, check_resolution
 from raystudy.data.registry import register_dataset
 
 MARGIN = 0.2
@@ -132,7 +132,7 @@ class DSprites(ProceduralDataset):
         if orientation_bins is not None and not 1 <= orientation_bins <= 40:
             raise ValueError(f"orientation_bins must be in 1..40, got {orientation_bins}")
         self.resolution = resolution
-        self.real_seed = real_seed
+        self.real_seed = check_real_seed(real_seed)
         self.factors = FactorSpace(self._factor_tuple(orientation_bins))
 
     def _factor_tuple(self, orientation_bins: int | None) -> tuple[Factor, ...]:

@@ -39,7 +39,7 @@ import torch
 from raystudy.data import sdf, solids
 from raystudy.data.colour import hue_to_rgb
 from raystudy.data.factors import Factor, FactorSpace
-from raystudy.data.procedural import ProceduralDataset
+from raystudy.data.procedural import ProceduralDataset, check_real_seed
 from raystudy.data.registry import register_dataset
 from raystudy.data.workspace import Workspace
 
@@ -117,7 +117,7 @@ class Finger(ProceduralDataset):
         if resolution not in (64, 128):
             raise ValueError(f"finger renders at resolution 64 or 128, got {resolution}")
         self.resolution = resolution
-        self.real_seed = real_seed
+        self.real_seed = check_real_seed(real_seed)
         self.factors = FactorSpace(finger_factors())
         self._workspace = Workspace()
 

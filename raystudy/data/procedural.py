@@ -15,6 +15,7 @@ import torch
 
 from raystudy.data.base import GroundTruthDataset
 from raystudy.data.real_domain import RealShift
+from raystudy.data.registry import DatasetOptionError
 
 
 def grid_position(idx: torch.Tensor, sizes: list[int]) -> torch.Tensor:
@@ -35,6 +36,15 @@ def check_resolution(resolution: int, smallest: int) -> None:
         raise ValueError(
             f"resolution must be in {smallest}..{MAX_RESOLUTION} pixels, got {resolution}"
         )
+
+
+def check_real_seed(real_seed: int) -> int:
+    """The `real_seed` option, refused unless a seed every generator takes (0..2**32-1)."""
+    if not 0 <= real_seed < 2**32:
+        raise DatasetOptionError(
+            f"real_seed must be in 0..{2**32 - 1}, got {real_seed}", "real_seed"
+        )
+    return real_seed
 
 
 class ProceduralDataset(GroundTruthDataset):

@@ -32,7 +32,7 @@ import torch
 from raystudy.data import sdf, solids
 from raystudy.data.colour import hue_to_rgb
 from raystudy.data.factors import Factor, FactorSpace
-from raystudy.data.procedural import ProceduralDataset, check_resolution
+from raystudy.data.procedural import ProceduralDataset, check_real_seed, check_resolution
 from raystudy.data.registry import register_dataset
 from raystudy.data.workspace import Workspace
 
@@ -107,7 +107,7 @@ class Shapes3D(ProceduralDataset):
     def __init__(self, resolution: int = 64, real_seed: int = 0) -> None:
         check_resolution(resolution, smallest=16)
         self.resolution = resolution
-        self.real_seed = real_seed
+        self.real_seed = check_real_seed(real_seed)
         self.factors = FactorSpace(shapes3d_factors())
         self._workspace = Workspace()
 

@@ -15,6 +15,7 @@ intersections of per-factor conditions, the box *is* the set and nothing is reje
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -410,6 +411,7 @@ def _datasets_with_factor(factor: str) -> list[str]:
 
 
 _SPEC_FIELDS = ("name", "encoder", "scenarios", "heldout")
+SCENARIO_NAME = r"[A-Za-z0-9][A-Za-z0-9_.-]*"
 _SCENARIO_FIELDS = ("train", "test", "domain", "ood_factors", "train_domain", "r2_variance")
 
 
@@ -434,6 +436,13 @@ def split_from_spec(spec: Mapping[str, Any], ds: GroundTruthDataset, where: str 
     scenarios = []
     for scn_name, fields in raw_scenarios.items():
         at = f"{where}.scenarios.{scn_name}"
+        # The name becomes part of metric keys (transfer/<scenario>/<probe>/mae) and params,
+        # which MLflow restricts and the analysis splits at "/" (and "@", for cells).
+        if not re.fullmatch(SCENARIO_NAME, str(scn_name)):
+            raise SelectorError(
+                f"{where}.scenarios: scenario name {str(scn_name)!r} is not allowed: letters, "
+                "digits, '_', '.' and '-', starting with a letter or digit"
+            )
         if not isinstance(fields, Mapping):
             raise SelectorError(f"{at}: expected a mapping with {_SCENARIO_FIELDS}")
         _reject_unknown_fields(fields, _SCENARIO_FIELDS, at)

@@ -333,3 +333,7 @@ def _as_pair(codes: ArrayLike, factors: ArrayLike) -> tuple[NDArray, NDArray]:
             f"expected codes (N, D) and factors (N, K), got {codes.shape} and {factors.shape}"
         )
     return codes, factors
+
+
+#: The keys it returns: what a spec may name (search.metric), checked when it loads.
+dci.outputs = ("dci_d", "dci_c", "dci_i", "dci_i_train")  # type: ignore[attr-defined]

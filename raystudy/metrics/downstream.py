@@ -89,3 +89,6 @@ def downstream_gbt(
 
 #: Reported as down/gbt10000_acc (DESIGN.md section 6), not among the dis/* scores.
 downstream_gbt.namespace = "down"  # type: ignore[attr-defined]
+
+#: The keys it returns: what a spec may name (search.metric), checked when it loads.
+downstream_gbt.outputs = tuple(f"gbt{n}_acc" for n in TRAIN_SIZES)  # type: ignore[attr-defined]

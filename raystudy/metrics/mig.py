@@ -96,3 +96,6 @@ def mig_metric(
 
 
 mig_metric.uses_test_set = False  # type: ignore[attr-defined]
+
+#: The keys it returns: what a spec may name (search.metric), checked when it loads.
+mig_metric.outputs = ("mig",)  # type: ignore[attr-defined]

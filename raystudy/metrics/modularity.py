@@ -158,3 +158,7 @@ def _macro_auc(
         return 0.5
     aucs = [roc_auc_score(onehot[:, c], proba[:, c]) for c in np.flatnonzero(scorable)]
     return float(np.mean(aucs))
+
+
+#: The keys it returns: what a spec may name (search.metric), checked when it loads.
+modularity.outputs = ("modularity", "explicitness")  # type: ignore[attr-defined]

@@ -4,7 +4,8 @@
 ``fn(codes_train, factors_train, codes_test, factors_test, seed=..., n_jobs=..., **options)``
 with codes (N, D) representation means and factors (N, K) integer indices, and returns
 ``dict[str, float]`` with short keys (the caller prefixes ``dis/``). A metric that needs only
-one sample ignores the other and sets ``fn.uses_test_set = False``.
+one sample ignores the other and sets ``fn.uses_test_set = False``. Every entry declares the
+keys it returns as ``fn.outputs`` (a spec's ``search.metric`` is checked against them).
 
 :data:`INTERVENTION_METRICS` holds the metrics that must render observations with chosen
 factors fixed. Every entry is called as ``fn(dataset, represent, seed=..., **options)`` with
@@ -34,3 +35,9 @@ register_intervention_metric = INTERVENTION_METRICS.register
 def get_metric(name: str) -> MetricFn:
     """The fixed-sample metric registered as ``name``; ValueError naming the known ones."""
     return METRICS.get(name)
+
+
+def metric_outputs(name: str) -> tuple[str, ...]:
+    """The keys the metric registered as ``name`` (of either kind) returns."""
+    fn = METRICS.get(name) if name in METRICS else INTERVENTION_METRICS.get(name)
+    return tuple(fn.outputs)  # type: ignore[attr-defined]

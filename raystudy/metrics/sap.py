@@ -128,3 +128,7 @@ def sap(
         seed=seed,
     )
     return {"sap": float(np.mean(top_two_gap(scores)))}
+
+
+#: The keys it returns: what a spec may name (search.metric), checked when it loads.
+sap.outputs = ("sap",)  # type: ignore[attr-defined]

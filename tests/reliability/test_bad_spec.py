@@ -369,3 +369,132 @@ def test_cli_refuses_a_bad_dataset_before_ray_or_the_study_folder(
     assert "Study 'bad'" not in result.output  # the line printed once a study starts
     assert not (tmp_path / "out").exists()
     assert not ray.is_initialized()
+
+
+SPACE = "space: {model: {beta: {uniform: [1, 2]}}}"
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "words"),
+    [
+        # YAML booleans where a number belongs (yes/on read as true, then as 1)
+        ("train: {steps: yes}\n", "train.steps", ["not the boolean true", "yes/no/on/off"]),
+        (
+            "grid: {model: {beta: [1, no]}}\n",
+            "grid point 1 (model.beta=False) -> model.beta",
+            ["not the boolean false"],
+        ),
+        ("model: {beta: .inf}\n", "model.beta", ["finite number"]),
+        ("resources: {cpu: .nan}\n", "resources.cpu", ["finite number"]),
+        # seeds every generator (numpy, torch, the search samplers) takes
+        ("seed: -1\n", "seed", ["greater than or equal to 0"]),
+        ("evaluation: {seed: 4294967296}\n", "evaluation.seed", ["less than 4294967296"]),
+        (f"search: {{method: random, seed: -1, {SPACE}}}\n", "search.seed", ["greater than"]),
+        ("name: " + "a" * 101 + "\n", "name", ["at most 100 characters"]),
+        ("evaluation: {probe_train: 10}\n", "evaluation.probe_train", ["greater than or equal"]),
+        (
+            f"search: {{method: random, {SPACE}, asha: {{grace_period: 50, max_t: 10}}}}\n",
+            "search.asha",
+            ["grace_period (50) must be at most max_t (10)"],
+        ),
+        # stores every trial process can reach
+        ("tracking: {uri: 'bogus://x'}\n", "tracking.uri", ["unknown tracking store", "sqlite://"]),
+        ("tracking: {uri: 'sqlite://'}\n", "tracking.uri", ["names no database file"]),
+        (
+            "tracking: {uri: 'file:///tmp/mlruns'}\n",
+            "tracking.uri",
+            ["file store", "MLFLOW_ALLOW_FILE_STORE=true", "sqlite:///"],
+        ),
+        (
+            f"search: {{method: optuna, metric: dis/mig, mode: max, storage: notaurl, {SPACE}}}\n",
+            "search.storage",
+            ["not a database URL"],
+        ),
+        # two equal trials would be one model trained twice under one name
+        ("grid: {seed: [0, 1, 0]}\n", "grid", ["grid point 2 (seed=0) is the same trial as"]),
+    ],
+)
+def test_values_that_would_fail_or_mislead_later_are_refused_at_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str, field: str, words: list[str]
+) -> None:
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)
+    spec_error(tmp_path, text, field, tuple(words))
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "words"),
+    [
+        # weak supervision whose pairs the split cannot give
+        (
+            "dataset: {name: dsprites}\nmodel: {objective: ada_gvae, k: 6}\n",
+            "model.k",
+            ["k=6: pairs cannot differ in more factors than vary", "(5)", "allowed"],
+        ),
+        (
+            "dataset: {name: color_dsprites}\nsplit: {encoder: {hue: [0], shape: [0], "
+            "scale: [0], orientation: [0], pos_x: [0]}, scenarios: {}}\n"
+            "model: {objective: ml_vae, k: random}\n",
+            "model.k",
+            ["k='random' needs at least 2 factors", "it has 1"],
+        ),
+        # scenario names become metric keys, which MLflow and the analysis parse
+        (
+            custom_split().replace("scenarios: {s:", "scenarios: {'a/b':"),
+            "split.scenarios",
+            ["'a/b' is not allowed", "letters, digits"],
+        ),
+        (
+            "dataset: {name: dsprites, options: {real_seed: -1}}\n",
+            "dataset.options.real_seed",
+            ["real_seed must be in 0..4294967295"],
+        ),
+        # what a search optimises or stops on must be something the trials report
+        (
+            "evaluation: {metrics: [mig]}\n"
+            f"search: {{method: optuna, metric: dis/mig_typo, mode: max, {SPACE}}}\n",
+            "search.metric",
+            ["'dis/mig_typo' is not reported", "they report: dis/mig"],
+        ),
+        (
+            f"search: {{method: optuna, metric: transfer/ood2_a/gbt/mae, mode: min, {SPACE}}}\n",
+            "search.metric",
+            ["split iid", "transfer/iid/gbt/mae"],
+        ),
+        (
+            "evaluation: {metrics: [mig]}\n"
+            "search: {method: optuna, metric: [dis/mig, dis/dci_d], mode: [max, max], "
+            f"{SPACE}}}\n",
+            "search.metric[1]",
+            ["'dis/dci_d' is not reported"],
+        ),
+        (
+            f"search: {{method: random, {SPACE}, asha: {{metric: dis/mig, mode: max}}}}\n",
+            "search.asha.metric",
+            ["not reported while training", "train/*"],
+        ),
+        (
+            f"search: {{method: random, {SPACE}, asha: {{metric: train/los}}}}\n",
+            "search.asha.metric",
+            ["'train/los' is not reported", "train/loss"],
+        ),
+    ],
+)
+def test_what_only_the_data_or_the_trials_reports_can_judge_is_refused_at_load(
+    tmp_path: Path, text: str, field: str, words: list[str]
+) -> None:
+    spec_error(tmp_path, text, field, tuple(words))
+
+
+def test_relative_stores_are_made_absolute_and_an_objectives_own_terms_are_metrics(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each trial runs in a working folder of its own: a relative path would name another file.
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "name: s\nmodel: {objective: beta_tcvae}\ntracking: {uri: 'sqlite:///rel.db'}\n"
+        f"search: {{method: random, {SPACE}, asha: {{metric: train/tc}}}}\n"
+    )
+    spec = load_spec(path)
+    assert spec.tracking.uri == f"sqlite:///{tmp_path / 'rel.db'}"
+    assert spec.search.asha is not None and spec.search.asha.metric == "train/tc"
