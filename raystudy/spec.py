@@ -322,13 +322,34 @@ class SearchConfig(_Strict):
             raise ValueError("space is for method random or optuna; a grid goes in `grid`")
         if self.method != "grid" and not self.space:
             raise ValueError(f"method {self.method} samples from `space`, which is empty")
+        # Settings another method would read: silently ignored, they would mislead.
+        unused = [
+            name
+            for name, value, default in (
+                ("metric", self.metric, None),
+                ("mode", self.mode, None),
+                ("sampler", self.sampler, "tpe"),
+                ("storage", self.storage, None),
+            )
+            if self.method != "optuna" and value != default
+        ]
+        if self.method == "grid" and self.num_samples != 10:
+            unused.append("num_samples")
+        if unused:
+            raise ValueError(
+                f"{', '.join(unused)} {'has' if len(unused) == 1 else 'have'} no effect with "
+                f"method {self.method}: num_samples is for random and optuna, metric, mode, "
+                "sampler and storage for optuna (ASHA's metric goes in asha.metric)"
+            )
         if self.method == "optuna":
             metrics = self.metric if isinstance(self.metric, list) else [self.metric]
             modes = self.mode if isinstance(self.mode, list) else [self.mode]
-            if self.metric is None or self.mode is None:
+            if self.metric is None or self.mode is None or not metrics:
                 raise ValueError("method optuna needs `metric` and `mode` (min or max)")
             if len(metrics) != len(modes):
                 raise ValueError(f"{len(metrics)} metrics but {len(modes)} modes")
+            if len(set(metrics)) != len(metrics):
+                raise ValueError(f"a metric is named twice in {metrics}")
             if len(metrics) > 1 and self.asha is not None:
                 raise ValueError("asha stops on one metric; not with multi-objective search")
         return self

@@ -410,6 +410,18 @@ SPACE = "space: {model: {beta: {uniform: [1, 2]}}}"
             "search.storage",
             ["not a database URL"],
         ),
+        # settings the chosen method never reads
+        ("search: {method: grid, num_samples: 5}\n", "search", ["num_samples has no effect"]),
+        (
+            f"search: {{method: random, metric: dis/mig, sampler: nsga2, {SPACE}}}\n",
+            "search",
+            ["metric, sampler have no effect with method random", "asha.metric"],
+        ),
+        (
+            f"search: {{method: optuna, metric: [], mode: [], {SPACE}}}\n",
+            "search",
+            ["needs `metric`"],
+        ),
         # two equal trials would be one model trained twice under one name
         ("grid: {seed: [0, 1, 0]}\n", "grid", ["grid point 2 (seed=0) is the same trial as"]),
     ],
