@@ -31,7 +31,7 @@ from pydantic import (
 )
 
 from raystudy.registry import unknown_name_message
-from raystudy.search import check_space, random_points
+from raystudy.search import bound_points, check_space, random_points
 
 if TYPE_CHECKING:
     from raystudy.data.check import DataChecker
@@ -778,20 +778,12 @@ def validate_spec(raw: Any, source: str = "<spec>", check_data: bool = True) -> 
         label = "grid point" if spec.search.method == "grid" else "search.space draw"
     if not points:
         raise SpecError(source, [("grid", "expands to no trial (an axis is an empty list)")])
-    problems: list[tuple[str, str]] = []
-    seen: set[tuple[str, str]] = set()
-    trials: list[TrialConfig] = []
-    base = spec.base()
-    for i, point in enumerate(points):
-        try:
-            trials.append(TrialConfig.model_validate(deep_merge(base, point)))
-        except ValidationError as exc:
-            for p, m in _problems(exc, root=TrialConfig):
-                if (p, m) not in seen:  # one report per distinct problem, not per draw
-                    seen.add((p, m))
-                    problems.append((f"{_point_label(label, i, point)} -> {p}", m))
-    if problems:
-        raise SpecError(source, problems)
+    # Draws may miss a bad corner: every bound, option and alternative is validated too.
+    corners = bound_points(spec.search.space) if spec.search.method != "grid" else []
+    corner_trials, problems = _validate_points(spec, corners, "search.space corner")
+    trials, more = _validate_points(spec, points, label)
+    if problems or more:
+        raise SpecError(source, _distinct(problems + more))
     if spec.search.method == "grid":
         # Two equal trials would train the same model twice under one run name.
         _refuse_repeats(trials, points, range(len(trials)), label, "grid", source)
@@ -799,9 +791,10 @@ def validate_spec(raw: Any, source: str = "<spec>", check_data: bool = True) -> 
         from raystudy.data.check import DataChecker
 
         checker = DataChecker()
-        problems = _data_problems(spec, trials, points, label, checker)
+        problems = _data_problems(spec, corner_trials, corners, "search.space corner", checker)
+        problems += _data_problems(spec, trials, points, label, checker)
         if problems:
-            raise SpecError(source, problems)
+            raise SpecError(source, _distinct(problems))
         problems = _search_metric_problems(spec, trials, checker)
         if problems:
             raise SpecError(source, problems)
@@ -822,6 +815,38 @@ def validate_spec(raw: Any, source: str = "<spec>", check_data: bool = True) -> 
             ],
         )
     return spec
+
+
+def _validate_points(
+    spec: StudySpec, points: list[dict[str, Any]], label: str
+) -> tuple[list[TrialConfig], list[tuple[str, str]]]:
+    """The trial config of each point merged into the spec's values, and the problems of
+    those that do not validate (one report per distinct problem, not per point)."""
+    problems: list[tuple[str, str]] = []
+    seen: set[tuple[str, str]] = set()
+    trials: list[TrialConfig] = []
+    base = spec.base()
+    for i, point in enumerate(points):
+        try:
+            trials.append(TrialConfig.model_validate(deep_merge(base, point)))
+        except ValidationError as exc:
+            for p, m in _problems(exc, root=TrialConfig):
+                if (p, m) not in seen:
+                    seen.add((p, m))
+                    problems.append((f"{_point_label(label, i, point)} -> {p}", m))
+    return trials, problems
+
+
+def _distinct(problems: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The problems, each (field, message) once: a corner and a draw often share one."""
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for where, message in problems:
+        key = (where.rpartition(" -> ")[2], message)
+        if key not in seen:
+            seen.add(key)
+            out.append((where, message))
+    return out
 
 
 def _refuse_repeats(

@@ -65,7 +65,7 @@ def test_random_points_are_reproducible_and_conditional() -> None:
                 "search.method=random",
                 "search.space={model: {beta: {uniform: [-3, -1]}}}",
             ],
-            "search.space draw 0",
+            "search.space.model.beta",
             ["model.beta", "greater than or equal to 0"],
         ),
     ],

@@ -510,3 +510,18 @@ def test_relative_stores_are_made_absolute_and_an_objectives_own_terms_are_metri
     spec = load_spec(path)
     assert spec.tracking.uri == f"sqlite:///{tmp_path / 'rel.db'}"
     assert spec.search.asha is not None and spec.search.asha.metric == "train/tc"
+
+
+def test_a_bad_corner_of_a_search_space_is_found_even_when_no_draw_reaches_it(
+    tmp_path: Path,
+) -> None:
+    # The one draw (seed 0) takes report_every 2, which divides checkpoint_every; the option 5
+    # does not, and a trial drawing it later would fail its config there.
+    space = "{train: {report_every: {choice: [1, 2, 3, 4, 6, 12, 5]}}}"
+    spec_error(
+        tmp_path,
+        "train: {checkpoint_every: 12, report_every: 2}\n"
+        f"search: {{method: random, num_samples: 1, seed: 0, space: {space}}}\n",
+        "search.space corner 6 (train.report_every=5) -> train",
+        ("checkpoint_every (12) must be a multiple of report_every (5)",),
+    )
