@@ -137,18 +137,24 @@ def plan(
     cpus: Annotated[
         float | None, typer.Option(help="Cluster CPUs (default: this machine).")
     ] = None,
-    gpus: Annotated[float, typer.Option(help="Cluster GPUs.")] = 0.0,
+    gpus: Annotated[float, typer.Option(min=0, help="Cluster GPUs.")] = 0.0,
     calibrate: Annotated[
         bool, typer.Option(help="Time a few steps and one evaluation of each trial kind here.")
     ] = True,
-    steps: Annotated[int, typer.Option(help="Training steps timed per trial kind.")] = 10,
+    steps: Annotated[int, typer.Option(min=1, help="Training steps timed per trial kind.")] = 10,
 ) -> None:
     """Trial count, resource plan and estimated cost of a study, before running it."""
+    import math
     import os
 
     from raystudy.plan import format_plan, make_plan
     from raystudy.spec import SpecError, load_spec
 
+    # A cluster needs at least some CPU (min=0 would let 0 through), and a finite count.
+    if cpus is not None and not (cpus > 0 and math.isfinite(cpus)):
+        _fail(f"--cpus: must be a number greater than 0 (the cluster's CPUs), got {cpus:g}")
+    if not math.isfinite(gpus):
+        _fail(f"--gpus: must be a finite number of GPUs (0 or more), got {gpus:g}")
     try:
         study_spec = load_spec(spec, set_ or [])
     except SpecError as exc:

@@ -84,6 +84,13 @@ def make_plan(
     calibration_steps: int | None = 10,
     max_kinds: int = 8,
 ) -> Plan:
+    # Caught here too for callers other than the CLI: 0 steps would divide by zero below.
+    if calibration_steps is not None and calibration_steps < 1:
+        raise ValueError(f"calibration_steps must be at least 1, got {calibration_steps}")
+    if not cluster_cpus > 0 or cluster_gpus < 0:
+        raise ValueError(
+            f"a cluster needs CPUs > 0 and GPUs >= 0, got {cluster_cpus:g} and {cluster_gpus:g}"
+        )
     trials = spec.trials() if spec.search.method != "optuna" else []
     n = spec.num_trials()
     cpu, gpu = spec.resources.cpu, spec.resources.gpu if cluster_gpus else 0.0

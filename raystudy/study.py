@@ -31,7 +31,14 @@ import raystudy
 from raystudy.resources import ResourceError, cluster_request
 from raystudy.search import define_by_run
 from raystudy.spec import StudySpec, TrialConfig, deep_merge, flatten, varying
-from raystudy.tracking import StudyTracker, TrackingUnreachable, default_uri, sync_run
+from raystudy.tracking import (
+    ALLOWED_URIS,
+    StudyTracker,
+    TrackingRejected,
+    TrackingUnreachable,
+    default_uri,
+    sync_run,
+)
 from raystudy.trial import EVALUATED, TrialContext, run_trial
 
 STUDY_FILE = "study.json"
@@ -73,8 +80,53 @@ class StudyInfo:
                 f"{study_dir} is not a raystudy study (no {STUDY_FILE}); "
                 f"`raystudy run SPEC --output {study_dir.parent}` creates one"
             )
-        data = json.loads(path.read_text())
-        return cls(**{**data, "study_dir": Path(data["study_dir"])})
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise StudyError(
+                f"{path}: the file is not valid JSON ({exc.msg}, line {exc.lineno} column "
+                f"{exc.colno}); it records where the study's results are: restore it, or run "
+                "the study again with --overwrite"
+            ) from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise StudyError(f"{path}: cannot read the file ({exc})") from None
+        if not isinstance(data, dict):
+            raise StudyError(
+                f"{path}: must hold a JSON object with the fields {', '.join(_INFO_TYPES)}, "
+                f"got a JSON {type(data).__name__}"
+            )
+        required = [
+            f.name
+            for f in dataclasses.fields(cls)
+            if f.default is dataclasses.MISSING and f.name not in data
+        ]
+        if required:
+            raise StudyError(
+                f"{path}: lacks {', '.join(required)}; it was not written by raystudy (or was "
+                "cut short): restore it, or run the study again with --overwrite"
+            )
+        for key, (kinds, what) in _INFO_TYPES.items():
+            value = data.get(key)
+            # bool is an int to Python, never a count to a study.
+            if key in data and (not isinstance(value, kinds) or isinstance(value, bool)):
+                raise StudyError(f"{path}: {key} must be {what}, got {value!r}")
+        # Keys this version does not know are left out, not refused: study.json has gained
+        # fields before (num_models), and a study written by a newer raystudy should still be
+        # readable here; everything this version needs was checked above.
+        known = {k: data[k] for k in _INFO_TYPES if k in data}
+        return cls(**{**known, "study_dir": Path(data["study_dir"])})
+
+
+#: study.json's fields: the JSON types each may have, and how a message names them.
+_INFO_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
+    "name": ((str,), "a string"),
+    "study_dir": ((str,), "a string (a folder)"),
+    "tracking_uri": ((str,), "a string (an MLflow tracking URI)"),
+    "experiment_id": ((str,), "a string (an MLflow experiment id)"),
+    "parent_run_id": ((str,), "a string (an MLflow run id)"),
+    "num_trials": ((int,), "an integer"),
+    "num_models": ((int, type(None)), "an integer or null"),
+}
 
 
 @dataclass(frozen=True)
@@ -224,18 +276,101 @@ def _code_version() -> str:
     return f"{raystudy.__version__}+{commit}" if commit else raystudy.__version__
 
 
-def prepare_study_dir(output: Path, name: str, overwrite: bool) -> Path:
+def check_study_dir(output: Path, name: str, overwrite: bool) -> Path:
+    """Where the study will live, checked without writing anything: StudyError when --output
+    cannot hold it, or a study is there already and `overwrite` is not set."""
     study_dir = (output / name).resolve()
-    if study_dir.exists() and any(study_dir.iterdir()):
-        if not overwrite:
+    try:
+        # The nearest folder that exists is where this study's folders will be made.
+        existing = study_dir
+        while not existing.exists() and existing != existing.parent:
+            existing = existing.parent
+        if not existing.is_dir():
             raise StudyError(
-                f"{study_dir} already holds a study named {name!r}; pass --overwrite to delete "
-                f"it and start again, `raystudy resume {name}` to finish it, or --output to "
-                "write elsewhere"
+                f"--output {output}: {existing} is a file, not a folder; name a folder (it is "
+                "created if missing)"
             )
-        shutil.rmtree(study_dir)
-    study_dir.mkdir(parents=True, exist_ok=True)
+        occupied = existing == study_dir and any(study_dir.iterdir())
+    except OSError as exc:  # a folder on the way that this user may not look into
+        raise StudyError(
+            f"--output {output}: cannot read {exc.filename or study_dir} ({exc.strerror})"
+        ) from None
+    if occupied and not overwrite:
+        what = (
+            f"already holds a study named {name!r}"
+            if (study_dir / STUDY_FILE).is_file()
+            else "is not empty (and holds no raystudy study)"
+        )
+        raise StudyError(
+            f"{study_dir} {what}; pass --overwrite to delete it and start again, "
+            f"`raystudy resume {name}` to finish it, or --output to write elsewhere"
+        )
+    # Permissions alone do not tell (root, read-only mounts, /proc): try, and leave nothing.
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".raystudy-", dir=existing))
+    except OSError as exc:
+        raise StudyError(
+            f"--output {output}: cannot create folders in {existing} ({exc.strerror or exc}); "
+            "name a folder you can write to"
+        ) from None
     return study_dir
+
+
+def make_study_dir(study_dir: Path, overwrite: bool) -> Path | None:
+    """Create the study folder checked by `check_study_dir`, deleting the study in it first
+    when `overwrite`. Returns the topmost folder this made (what to remove if the study
+    fails while starting), or None when the (empty) study folder existed already."""
+    if overwrite and study_dir.is_dir():
+        shutil.rmtree(study_dir)
+    made = None
+    for folder in (study_dir, *study_dir.parents):
+        if folder.exists():
+            break
+        made = folder
+    study_dir.mkdir(parents=True, exist_ok=True)
+    return made
+
+
+def _remove_new(study_dir: Path, made: Path | None) -> None:
+    """Undo `make_study_dir` and what was written since, so a failed start blocks no rerun.
+    The study folder was new or empty when this attempt began: nothing in it is older."""
+    if made is not None:
+        shutil.rmtree(made, ignore_errors=True)
+        return
+    for child in study_dir.iterdir() if study_dir.is_dir() else ():
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child, ignore_errors=True)
+        else:
+            child.unlink(missing_ok=True)
+
+
+#: What --address may be, for messages about one that Ray cannot join.
+ADDRESSES = (
+    "'auto' (the cluster `ray start --head` started on this machine), HOST:PORT of a head "
+    "node (its GCS port, 6379 unless set), ray://HOST:10001 (Ray Client; needs "
+    "`pip install 'ray[client]'`), or no --address to start a local Ray"
+)
+
+
+def _check_address(address: str, timeout_s: float = 5.0) -> None:
+    """Refuse a HOST:PORT that nothing answers at, at once: ray.init waits a minute for a
+    GCS there and then exits the process."""
+    import socket
+
+    if address in ("auto", "local") or "://" in address:
+        return
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit():
+        return  # ray.init says what is wrong with the form
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except (OSError, ValueError, OverflowError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise StudyError(
+            f"--address {address!r}: nothing answers at {host}:{port} ({reason}); start the "
+            f"head there (`ray start --head --port {port}`) or fix the address; allowed: "
+            f"{ADDRESSES}"
+        ) from None
 
 
 def connect(address: str | None) -> None:
@@ -251,7 +386,20 @@ def connect(address: str | None) -> None:
     if ray.is_initialized():
         return
     if address:
-        ray.init(address=address, log_to_driver=True)
+        _check_address(address)
+        try:
+            ray.init(address=address, log_to_driver=True)
+        # Ray exits the process (SystemExit) when a GCS it found stops answering.
+        except (ValueError, ConnectionError, TimeoutError, RuntimeError, SystemExit) as exc:
+            reason = (
+                "no Ray head answered there"
+                if isinstance(exc, SystemExit)
+                else (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+            )
+            raise StudyError(
+                f"--address {address!r}: cannot join a Ray cluster there ({reason}); "
+                f"allowed: {ADDRESSES}"
+            ) from None
     else:
         # "local": always a cluster of our own; a bare ray.init() would join any other local
         # cluster named in /tmp/ray (another user's study, a test run).
@@ -423,40 +571,82 @@ def run_study(
     overwrite: bool = False,
     verbose: int = 1,
 ) -> StudyOutcome:
-    """Run every trial of `spec` under Ray Tune and wait for the study to end."""
+    """Run every trial of `spec` under Ray Tune and wait for the study to end.
+
+    What can refuse the study is asked first, in order of cost (the output folder, the
+    tracking store, Ray, the trial's resources); only then are the study folder and the
+    MLflow parent run made, so a refused study leaves nothing that blocks a rerun.
+    """
     started = time.monotonic()
-    study_dir = prepare_study_dir(output, spec.name, overwrite)
-    (study_dir / "spec.yaml").write_text(
-        yaml.safe_dump(spec.model_dump(mode="json"), sort_keys=False)
-    )
-    uri = spec.tracking.uri or default_uri(study_dir)
+    study_dir = check_study_dir(output, spec.name, overwrite)
+    if spec.tracking.uri:  # the default store is made in the study folder, which is ours
+        try:
+            StudyTracker.check(spec.tracking.uri, spec.name)
+        except (TrackingUnreachable, TrackingRejected) as exc:
+            raise _tracking_error(exc) from None
+    connect(address)
+    resources = trial_resources(spec)
     version = _code_version()
+    tracker, info, tuner = _start(spec, study_dir, overwrite, version, resources, verbose)
     try:
-        tracker = StudyTracker.start(
-            uri, spec.name, study_dir / "mlartifacts", tags={"raystudy.version": version}
-        )
-        tracker.log_artifact(study_dir / "spec.yaml")
-    except TrackingUnreachable as exc:
-        raise StudyError(f"{exc}: start the server (or fix tracking.uri) and run again") from exc
-    info = StudyInfo(
-        spec.name,
-        study_dir,
-        uri,
-        tracker.experiment_id,
-        tracker.parent_run_id,
-        spec.num_tune_trials(),
-        spec.num_trials(),
-    )
-    info.write()
-    try:
-        connect(address)
-        resources = trial_resources(spec)
-        tuner = _tuner(spec, study_dir, _context(info, version), resources, verbose)
         states = _states(tuner.fit())
     except BaseException:
         _mark_killed(tracker)
         raise
     return _finish(tracker, info, states, started)
+
+
+def _tracking_error(exc: TrackingUnreachable | TrackingRejected) -> StudyError:
+    if isinstance(exc, TrackingUnreachable):
+        return StudyError(f"{exc}: start the server (or fix tracking.uri) and run again")
+    return StudyError(f"{exc}; allowed: {ALLOWED_URIS}")
+
+
+def _start(
+    spec: StudySpec,
+    study_dir: Path,
+    overwrite: bool,
+    version: str,
+    resources: dict[str, float],
+    verbose: int,
+) -> tuple[StudyTracker, StudyInfo, Any]:
+    """The study folder, its files, the MLflow parent run and the Tuner; a failure on the
+    way removes what this attempt made (and deletes its parent run), never an older study."""
+    made = None
+    tracker = None
+    try:
+        try:
+            made = make_study_dir(study_dir, overwrite)
+        except OSError as exc:
+            raise StudyError(f"cannot create the study folder {study_dir} ({exc})") from None
+        (study_dir / "spec.yaml").write_text(
+            yaml.safe_dump(spec.model_dump(mode="json"), sort_keys=False)
+        )
+        uri = spec.tracking.uri or default_uri(study_dir)
+        try:
+            tracker = StudyTracker.start(
+                uri, spec.name, study_dir / "mlartifacts", tags={"raystudy.version": version}
+            )
+            tracker.log_artifact(study_dir / "spec.yaml")
+        except (TrackingUnreachable, TrackingRejected) as exc:
+            raise _tracking_error(exc) from None
+        info = StudyInfo(
+            spec.name,
+            study_dir,
+            uri,
+            tracker.experiment_id,
+            tracker.parent_run_id,
+            spec.num_tune_trials(),
+            spec.num_trials(),
+        )
+        info.write()
+        tuner = _tuner(spec, study_dir, _context(info, version), resources, verbose)
+    except BaseException:
+        if tracker is not None:
+            tracker.discard()
+        _remove_new(study_dir, made)
+        raise
+    return tracker, info, tuner
 
 
 def _mark_killed(tracker: StudyTracker) -> None:
@@ -531,17 +721,20 @@ def resume_study(
             f"{tune_dir} holds no Tune state to resume (the study stopped before its first "
             f"trial started); run it again with `raystudy run --overwrite`"
         )
-    tracker = StudyTracker(info.tracking_uri, info.experiment_id, info.parent_run_id)
+    try:
+        # Found by reading only, so that a store that is down is said before Ray starts.
+        tracker = StudyTracker.attach(info.tracking_uri, info.experiment_id, info.parent_run_id)
+    except TrackingUnreachable as exc:
+        raise _resume_unreachable(exc, info) from exc
+    except TrackingRejected as exc:
+        raise StudyError(f"{exc} (recorded in {study_dir / STUDY_FILE})") from None
+    connect(address)
+    resources = trial_resources(spec)
     try:
         tracker.reopen()
     except TrackingUnreachable as exc:
-        raise StudyError(
-            f"{exc}: start it and resume again; meanwhile `raystudy analyze {info.name} "
-            "--from-tune` reads the finished trials from Tune's storage"
-        ) from exc
+        raise _resume_unreachable(exc, info) from exc
     try:
-        connect(address)
-        resources = trial_resources(spec)
         trainable = _make_trainable(spec, _context(info, _code_version()), resources)
         tuner = tune.Tuner.restore(
             str(tune_dir),
@@ -555,6 +748,13 @@ def resume_study(
         _mark_killed(tracker)
         raise
     return _finish(tracker, info, states, started)
+
+
+def _resume_unreachable(exc: TrackingUnreachable, info: StudyInfo) -> StudyError:
+    return StudyError(
+        f"{exc}: start it and resume again; meanwhile `raystudy analyze {info.name} "
+        "--from-tune` reads the finished trials from Tune's storage"
+    )
 
 
 def tune_states(tune_dir: Path) -> dict[str, str]:

@@ -12,6 +12,7 @@ storage the driver logs from when the study ends or resumes (`sync_run`).
 
 from __future__ import annotations
 
+import contextlib
 import random
 import re
 import sys
@@ -49,6 +50,45 @@ def _chunks(items: list[Any], size: int) -> list[list[Any]]:
 
 class TrackingUnreachable(RuntimeError):
     """The tracking store did not answer (after MLflow's own retries); the message names it."""
+
+
+class TrackingRejected(RuntimeError):
+    """The tracking store (or MLflow, for its URI) answered and refused: an unsupported
+    scheme, a deleted experiment of the study's name, an artifact folder it cannot write.
+    The message names the URI and MLflow's reason, without a traceback."""
+
+
+#: What `tracking.uri` may be, for messages about one that MLflow refuses.
+ALLOWED_URIS = (
+    "null (a sqlite store in the study folder), sqlite:////ABSOLUTE/PATH.db, "
+    "http(s)://HOST:PORT of an MLflow server, or a database URL (postgresql://, mysql://, ...)"
+)
+
+
+def rejected_message(uri: str, exc: BaseException) -> str:
+    # MLflow's messages run to several sentences and links: the first line says why.
+    text = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+    reason = str(text).strip().splitlines()[0] if str(text).strip() else type(exc).__name__
+    if isinstance(exc, ImportError):  # a database URL whose driver is not installed
+        return f"tracking.uri {uri!r}: MLflow needs a package that is not installed ({reason})"
+    return f"tracking.uri {uri!r}: MLflow refused it ({reason[:300]})"
+
+
+@contextmanager
+def refusing(uri: str) -> Iterator[None]:
+    """Turns MLflow's refusals (and an artifact store it cannot write) into `TrackingRejected`;
+    an unreachable store stays `TrackingUnreachable`, as `reaching` makes it."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    try:
+        with reaching(uri):
+            yield
+    except TrackingUnreachable:
+        raise
+    # requests' InvalidURL is a ValueError; OSError covers a local artifact folder that cannot
+    # be made; ImportError a database URL whose driver is not installed (psycopg2, pymysql).
+    except (MlflowException, SQLAlchemyError, ValueError, OSError, ImportError) as exc:
+        raise TrackingRejected(rejected_message(uri, exc)) from exc
 
 
 def is_unreachable(exc: BaseException) -> bool:
@@ -155,11 +195,38 @@ class StudyTracker:
         self.client = MlflowClient(uri)
 
     @classmethod
+    def attach(cls, uri: str, experiment_id: str, parent_run_id: str) -> StudyTracker:
+        """The tracker of an existing study, found by reading only (`resume`): raises
+        `TrackingUnreachable` or `TrackingRejected` before anything else starts."""
+        with refusing(uri):
+            check_reachable(uri)
+            return cls(uri, experiment_id, parent_run_id)
+
+    @staticmethod
+    def check(uri: str, study: str) -> None:
+        """Whether `start` can work, by reading only: MLflow supports the URI, the store
+        answers, and no deleted experiment holds the study's name (MLflow keeps deleted
+        names, and refuses new runs in them). Raises `TrackingUnreachable` or
+        `TrackingRejected`; writes nothing (a fresh sqlite store gets its tables)."""
+        with refusing(uri):
+            check_reachable(uri)
+            experiment = MlflowClient(uri).get_experiment_by_name(study)
+        if experiment is not None and experiment.lifecycle_stage == "deleted":
+            raise TrackingRejected(
+                f"tracking.uri {uri!r}: its experiment {study!r} is deleted, and MLflow keeps "
+                f"the name; restore it (`MLFLOW_TRACKING_URI={uri} mlflow experiments restore "
+                f"--experiment-id {experiment.experiment_id}`), delete it for good (`mlflow gc "
+                f"--backend-store-uri {uri}`), or give the study another name"
+            )
+
+    @classmethod
     def start(
         cls, uri: str, study: str, artifact_dir: Path, tags: Mapping[str, str]
     ) -> StudyTracker:
-        check_reachable(uri)
-        with reaching(uri):
+        """The study's experiment (created if new) and a new parent run in it. Raises
+        `TrackingUnreachable` or `TrackingRejected`."""
+        with refusing(uri):
+            check_reachable(uri)
             return cls._start(uri, study, artifact_dir, tags)
 
     @classmethod
@@ -191,8 +258,15 @@ class StudyTracker:
             self.client.update_run(self.parent_run_id, status="RUNNING")
 
     def log_artifact(self, path: Path) -> None:
-        with reaching(self.uri):
+        with refusing(self.uri):
             self.client.log_artifact(self.parent_run_id, str(path))
+
+    def discard(self) -> None:
+        """Delete the parent run of a study that failed while starting: it ran nothing, and
+        left in place it would read as a study in the MLflow UI. Best effort: the error that
+        stopped the study is what the user needs to see."""
+        with contextlib.suppress(Exception):
+            self.client.delete_run(self.parent_run_id)
 
     def log_analysis(self, files: list[Path], artifact_path: str = "analysis") -> None:
         """The files of `raystudy analyze` on the parent run; a later analysis replaces them."""
