@@ -1,7 +1,8 @@
 """Models per hour: S seeds trained as one stack (`seeds_per_trial: S`) against S lone runs.
 
     python -m bench.seeds_per_trial [--sizes 1 2 4 8] [--rounds 5] [--steps 20]
-                                    [--trials] [--device cpu|cuda] [--json PATH]
+                                    [--trials [--trial-sizes 4] [--trial-rounds 2]]
+                                    [--device cpu|cuda] [--json PATH]
 
 The smoke study's model and training settings (`search_spaces/smoke.yaml`: conv beta-VAE,
 10 latents, batch 32, colour-dSprites under the Dittadi hue split), one torch thread on CPU.
@@ -13,7 +14,8 @@ The smoke study's model and training settings (`search_spaces/smoke.yaml`: conv 
 - whole trials (``--trials``): S complete smoke-size trials (300 steps, evaluation, artifacts,
   a sqlite MLflow store) run one after another in this process (`raystudy.trial.run_trial`)
   against one stacked trial (`raystudy.trial_stack.run_seed_stack`) of the same S seeds: the
-  models-per-hour a core delivers either way, training and evaluation included.
+  models-per-hour a core delivers either way, training and evaluation included (median
+  over ``--trial-rounds`` rounds of alternating order).
 
 On a CUDA device the same figures answer how many small VAEs one GPU trains at once; pass
 ``--device cuda --sizes 1 8 32``. ``--batching vmap`` forces the batched pass on CPU too.
@@ -113,36 +115,54 @@ def training(
     }
 
 
-def whole_trials(size: int) -> dict[str, Any]:
-    """S lone smoke trials vs one stacked trial of S seeds, each in a fresh sqlite store."""
+def whole_trials(size: int, rounds: int = 1) -> dict[str, Any]:
+    """S lone smoke trials vs one stacked trial of S seeds, each time in a fresh sqlite
+    store, after one warm-up trial; `rounds` > 1 alternates the order (lone first, then
+    stacked first, ...) so a drift in the machine's load favours neither."""
     config = smoke_config()
     configs = [config.model_copy(update={"seed": s}) for s in range(size)]
     labels = trial_labels([{"seed": s} for s in range(size)])
-    walls: dict[str, float] = {}
+    walls: dict[str, list[float]] = {"lone": [], "stacked": []}
     with tempfile.TemporaryDirectory() as tmp:
-        for variant in ("lone", "stacked"):
-            uri = f"sqlite:///{Path(tmp) / variant}.db"
+
+        def context(name: str) -> TrialContext:
+            uri = f"sqlite:///{Path(tmp) / name}.db"
             experiment = mlflow.MlflowClient(uri).create_experiment(
-                variant, artifact_location=str(Path(tmp) / f"{variant}-artifacts")
+                name, artifact_location=str(Path(tmp) / f"{name}-artifacts")
             )
-            ctx = TrialContext(uri, experiment, None, "bench", f"{variant}", variant)
-            start = time.perf_counter()
-            if variant == "lone":
-                for c, label in zip(configs, labels, strict=True):
-                    run_trial(c, dataclasses.replace(ctx, trial_id=label), LocalReporter())
-            else:
-                run_seed_stack(configs, ctx, LocalReporter(), labels)
-            walls[variant] = time.perf_counter() - start
-            print(
-                f"  {variant}: {walls[variant]:.1f} s for {size} models  [{Load.now()}]", flush=True
-            )
+            return TrialContext(uri, experiment, None, "bench", name, name)
+
+        # A Ray worker imports torch's FLOP counter, xgboost, sklearn and matplotlib once and
+        # then runs trial after trial; a warm-up trial puts both variants in that state, so
+        # the first one timed does not pay ~3 s of imports the second is spared.
+        run_trial(smoke_config(steps=2), context("warm"), LocalReporter())
+        for r in range(rounds):
+            order = ("lone", "stacked") if r % 2 == 0 else ("stacked", "lone")
+            for variant in order:
+                ctx = context(f"{variant}{r}")
+                start = time.perf_counter()
+                if variant == "lone":
+                    for c, label in zip(configs, labels, strict=True):
+                        run_trial(c, dataclasses.replace(ctx, trial_id=label), LocalReporter())
+                else:
+                    run_seed_stack(configs, ctx, LocalReporter(), labels)
+                walls[variant].append(time.perf_counter() - start)
+                print(
+                    f"  round {r} {variant}: {walls[variant][-1]:.1f} s for {size} models"
+                    f"  [{Load.now()}]",
+                    flush=True,
+                )
+    lone, stacked = statistics.median(walls["lone"]), statistics.median(walls["stacked"])
     return {
         "size": size,
-        "lone_s": walls["lone"],
-        "stacked_s": walls["stacked"],
-        "lone_models_per_hour": 3600 * size / walls["lone"],
-        "stacked_models_per_hour": 3600 * size / walls["stacked"],
-        "speedup": walls["lone"] / walls["stacked"],
+        "rounds": rounds,
+        "lone_walls_s": walls["lone"],
+        "stacked_walls_s": walls["stacked"],
+        "lone_s": lone,
+        "stacked_s": stacked,
+        "lone_models_per_hour": 3600 * size / lone,
+        "stacked_models_per_hour": 3600 * size / stacked,
+        "speedup": median_ratio(walls["lone"], walls["stacked"]),
     }
 
 
@@ -203,6 +223,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, default=20, help="training steps per round")
     parser.add_argument("--trials", action="store_true", help="also time whole smoke trials")
     parser.add_argument("--trial-sizes", type=int, nargs="+", default=[4])
+    parser.add_argument(
+        "--trial-rounds", type=int, default=1, help="whole-trial rounds, order alternating"
+    )
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument(
@@ -224,7 +247,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"S={size}: x{row['speedup']:.2f}  [{Load.now()}]", flush=True)
         payload["training"].append(row)
     if args.trials:
-        payload["trials"] = [whole_trials(size) for size in args.trial_sizes]
+        payload["trials"] = [whole_trials(size, args.trial_rounds) for size in args.trial_sizes]
     print(table(payload))
     write_json(args.json, record("seeds_per_trial", started, payload))
 
