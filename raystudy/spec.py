@@ -1022,6 +1022,9 @@ def _search_metric_problems(
                 )
             )
             continue
+        if metric in ("train/loss", "train/recon", "train/kl"):
+            continue  # every objective reports these
+        terms: dict[str, frozenset[str]] = {}  # the names depend on the objective alone
         for trial in trials:
             ds = checker.dataset(trial.dataset.name, trial.dataset.options)
             if final:
@@ -1035,7 +1038,10 @@ def _search_metric_problems(
                 per_factor = " and the per-factor transfer/<scenario>/<probe>/mae/<factor>"
                 listed = ", ".join(shown) + (per_factor if trial.evaluation.probes else "")
             else:
-                reported = _train_terms(trial.model, ds)
+                objective = trial.model.objective
+                if objective not in terms:
+                    terms[objective] = _train_terms(trial.model, ds)
+                reported = terms[objective]
                 what, listed = f"objective {trial.model.objective}", ", ".join(sorted(reported))
             if reported and metric not in reported:
                 problems.append(
