@@ -12,6 +12,7 @@ import copy
 import functools
 import itertools
 import math
+import os
 import re
 import typing
 from collections.abc import Iterable, Mapping, Sequence
@@ -292,6 +293,8 @@ class SearchConfig(_Strict):
     storage: str | None = Field(
         None, description="Optuna storage URL; null -> sqlite optuna.db in the study folder"
     )
+    seed: int = Field(0, ge=0, lt=SEED_LIMIT)
+    asha: AshaConfig | None = None
 
     @field_validator("storage")
     @classmethod
@@ -310,9 +313,6 @@ class SearchConfig(_Strict):
             ) from None
         return _absolute_sqlite(v, "search.storage") if url.get_backend_name() == "sqlite" else v
 
-    seed: int = Field(0, ge=0, lt=SEED_LIMIT)
-    asha: AshaConfig | None = None
-
     @model_validator(mode="after")
     def _consistent(self) -> SearchConfig:
         problems = check_space(self.space)
@@ -323,18 +323,12 @@ class SearchConfig(_Strict):
         if self.method != "grid" and not self.space:
             raise ValueError(f"method {self.method} samples from `space`, which is empty")
         # Settings another method would read: silently ignored, they would mislead.
-        unused = [
-            name
-            for name, value, default in (
-                ("metric", self.metric, None),
-                ("mode", self.mode, None),
-                ("sampler", self.sampler, "tpe"),
-                ("storage", self.storage, None),
-            )
-            if self.method != "optuna" and value != default
-        ]
-        if self.method == "grid" and self.num_samples != 10:
-            unused.append("num_samples")
+        # Compared with the defaults, not the fields set: a saved spec.yaml sets them all.
+        ignored = {"grid": ("num_samples",), "random": ()}.get(self.method, ())
+        if self.method != "optuna":
+            ignored += ("metric", "mode", "sampler", "storage")
+        fields = type(self).model_fields
+        unused = [n for n in ignored if getattr(self, n) != fields[n].default]
         if unused:
             raise ValueError(
                 f"{', '.join(unused)} {'has' if len(unused) == 1 else 'have'} no effect with "
@@ -415,6 +409,11 @@ class ResourcesConfig(_Strict):
 #: (SQLAlchemy database schemes may name a driver: postgresql+psycopg2).
 TRACKING_SCHEMES = ("sqlite", "postgresql", "mysql", "mssql", "http", "https", "databricks")
 FILE_STORE_OPT_IN = "MLFLOW_ALLOW_FILE_STORE"
+#: What `tracking.uri` may be, for every message about one that cannot be used.
+ALLOWED_TRACKING_URIS = (
+    "null (a sqlite store in the study folder), sqlite:///PATH.db, http(s)://HOST:PORT of an "
+    "MLflow server, or a database URL (" + ", ".join(f"{s}://" for s in TRACKING_SCHEMES[1:4]) + ")"
+)
 
 
 def _absolute_sqlite(url: str, field: str) -> str:
@@ -437,8 +436,6 @@ class TrackingConfig(_Strict):
     @field_validator("uri")
     @classmethod
     def _store_usable(cls, v: str | None) -> str | None:
-        import os
-
         if v is None:
             return v
         scheme = v.partition("://")[0].lower() if "://" in v else ""
@@ -452,13 +449,10 @@ class TrackingConfig(_Strict):
                 return v if scheme else Path(v).resolve().as_uri()  # see _absolute_sqlite
             raise ValueError(
                 f"{v!r} is an MLflow file store, which MLflow 3 refuses unless "
-                f"{FILE_STORE_OPT_IN}=true is set; use sqlite:///path/to/mlflow.db, a server "
-                "(http://host:port) or null (a sqlite store in the study folder)"
+                f"{FILE_STORE_OPT_IN}=true is set; allowed: {ALLOWED_TRACKING_URIS}"
             )
         raise ValueError(
-            f"unknown tracking store scheme {scheme!r} in {v!r}; allowed: "
-            + ", ".join(f"{s}://" for s in TRACKING_SCHEMES)
-            + " (or null: a sqlite store in the study folder)"
+            f"unknown tracking store scheme {scheme!r} in {v!r}; allowed: {ALLOWED_TRACKING_URIS}"
         )
 
 
@@ -971,13 +965,14 @@ def _data_problems(
 def reported_metrics(trial: TrialConfig, split: Split, factor_names: Sequence[str]) -> set[str]:
     """The final scores a trial of this config reports (DESIGN.md Sec. 6): what
     `search.metric` may name besides the train/* losses."""
-    from raystudy.metrics import INTERVENTION_METRICS, METRICS
+    from raystudy.metrics import INTERVENTION_METRICS, METRICS, transfer
     from raystudy.metrics.registry import metric_outputs
+    from raystudy.metrics.unsupervised import unsupervised
 
     ev = trial.evaluation
     out: set[str] = set()
     if ev.num_eval_images:
-        plain = ("elbo", "recon", "kl", "tc")
+        plain = unsupervised.outputs  # type: ignore[attr-defined]
         out |= {f"eval/{k}" for k in plain}
         if "heldout" in split.roles:
             out |= {f"eval/{k}_heldout" for k in plain}
@@ -987,7 +982,7 @@ def reported_metrics(trial: TrialConfig, split: Split, factor_names: Sequence[st
         out |= {f"{namespace}/{k}" for k in metric_outputs(name)}
     for scenario in split.scenarios if ev.probes else ():
         for probe in ev.probes:
-            for score in ("mae", "r2"):
+            for score in transfer.outputs:  # type: ignore[attr-defined]
                 head = f"transfer/{scenario}/{probe}/{score}"
                 out |= {head, *(f"{head}/{f}" for f in factor_names)}
     return out
@@ -999,6 +994,8 @@ def _search_metric_problems(
     """A `search.metric` no trial reports leaves Optuna learning nothing (each trial ends
     pruned), and an ASHA metric missing from the training reports turns early stopping off:
     both silently, so both are refused here."""
+    from raystudy.trial import split_tag
+
     search = spec.search
     named: list[tuple[str, str]] = []
     if search.method == "optuna" and search.metric is not None:
@@ -1032,7 +1029,7 @@ def _search_metric_problems(
                 reported = reported_metrics(trial, built, ds.factors.names)  # type: ignore[union-attr,arg-type]
                 what = (
                     f"with evaluation.metrics {trial.evaluation.metrics}, probes "
-                    f"{trial.evaluation.probes} and split {_split_name(trial)}"
+                    f"{trial.evaluation.probes} and split {split_tag(trial)}"
                 )
                 shown = sorted(m for m in reported if m.count("/") <= 3)
                 per_factor = " and the per-factor transfer/<scenario>/<probe>/mae/<factor>"
@@ -1052,10 +1049,6 @@ def _search_metric_problems(
                 )
                 break
     return problems
-
-
-def _split_name(trial: TrialConfig) -> str:
-    return trial.split if isinstance(trial.split, str) else "custom"
 
 
 @functools.cache
@@ -1095,7 +1088,7 @@ def _model_problem(model: ModelConfig, ds: Any, split: Any) -> tuple[str, str] |
     """(field, message) if the model cannot be built on `ds` or trained on `split`, else
     None."""
     from raystudy.models.objectives import objective_from_config
-    from raystudy.train import pair_k_problem
+    from raystudy.train import pair_k_problem, varying_in_encoder_set
 
     try:
         objective = objective_from_config(model)
@@ -1113,7 +1106,11 @@ def _model_problem(model: ModelConfig, ds: Any, split: Any) -> tuple[str, str] |
             f"{model.architecture} at resolution {ds.resolution} has {size:,} parameters, more "
             f"than {MAX_MODEL_PARAMETERS:,}: lower dataset.options.resolution",
         )
-    pairs = pair_k_problem(objective.pair_k, ds, split)
+    pairs = (
+        pair_k_problem(objective.pair_k, varying_in_encoder_set(ds, split), split)
+        if objective.pair_k is not None
+        else None
+    )
     if pairs is not None:
         return "model.k", f"{pairs}; allowed: 1 up to that number, or random with 2 or more"
     return None

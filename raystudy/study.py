@@ -30,9 +30,15 @@ from ray.tune.search.optuna import OptunaSearch
 import raystudy
 from raystudy.resources import ResourceError, cluster_request
 from raystudy.search import define_by_run
-from raystudy.spec import StudySpec, TrialConfig, deep_merge, flatten, varying
+from raystudy.spec import (
+    ALLOWED_TRACKING_URIS,
+    StudySpec,
+    TrialConfig,
+    deep_merge,
+    flatten,
+    varying,
+)
 from raystudy.tracking import (
-    ALLOWED_URIS,
     StudyTracker,
     TrackingRejected,
     TrackingUnreachable,
@@ -599,7 +605,7 @@ def run_study(
 def _tracking_error(exc: TrackingUnreachable | TrackingRejected) -> StudyError:
     if isinstance(exc, TrackingUnreachable):
         return StudyError(f"{exc}: start the server (or fix tracking.uri) and run again")
-    return StudyError(f"{exc}; allowed: {ALLOWED_URIS}")
+    return StudyError(f"{exc}; allowed: {ALLOWED_TRACKING_URIS}")
 
 
 def _start(

@@ -58,13 +58,6 @@ class TrackingRejected(RuntimeError):
     The message names the URI and MLflow's reason, without a traceback."""
 
 
-#: What `tracking.uri` may be, for messages about one that MLflow refuses.
-ALLOWED_URIS = (
-    "null (a sqlite store in the study folder), sqlite:////ABSOLUTE/PATH.db, "
-    "http(s)://HOST:PORT of an MLflow server, or a database URL (postgresql://, mysql://, ...)"
-)
-
-
 def rejected_message(uri: str, exc: BaseException) -> str:
     # MLflow's messages run to several sentences and links: the first line says why.
     text = getattr(exc, "message", None) or str(exc) or type(exc).__name__

@@ -62,12 +62,12 @@ def varying_in_encoder_set(dataset: GroundTruthDataset, split: Split) -> int:
     return sum(int(allowed.sum()) > 1 for allowed in box)
 
 
-def pair_k_problem(pair_k: PairK | None, dataset: GroundTruthDataset, split: Split) -> str | None:
+def pair_k_problem(pair_k: PairK | None, varying: int, split: Split) -> str | None:
     """Why pairs differing in `pair_k` factors cannot be drawn from the split's encoder set,
-    or None: k above the factors that vary there, or `random` (1..K-1) with fewer than 2."""
+    in which `varying` factors vary (`varying_in_encoder_set`), or None: k above that, or
+    `random` (1..K-1) with fewer than 2."""
     if pair_k is None:
         return None
-    varying = varying_in_encoder_set(dataset, split)
     if pair_k == "random" and varying < 2:
         return (
             f"k='random' needs at least 2 factors varying in split {split.name!r}'s "
@@ -109,10 +109,10 @@ class BatchSampler:
         self.device, self.rng = device, rng
         sizes = torch.tensor(dataset.factors.sizes, dtype=torch.float32, device=device)
         self.scale = 1.0 / (sizes - 1.0).clamp(min=1.0)
-        problem = pair_k_problem(pair_k, dataset, split)
+        self.varying = varying_in_encoder_set(dataset, split)
+        problem = pair_k_problem(pair_k, self.varying, split)
         if problem is not None:
             raise ValueError(problem)
-        self.varying = varying_in_encoder_set(dataset, split)
 
     @classmethod
     def for_training(

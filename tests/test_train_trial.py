@@ -7,8 +7,17 @@ from pathlib import Path
 
 from mlflow.tracking import MlflowClient
 
-from raystudy.spec import TrialConfig
-from raystudy.trial import LocalReporter, TrialContext, run_trial
+from raystudy.data import get_dataset
+from raystudy.spec import TrialConfig, reported_metrics
+from raystudy.trial import LocalReporter, TrialContext, build_split, run_trial
+
+
+def assert_names_declared(config: TrialConfig, results: dict[str, float]) -> None:
+    """What the spec lets a search name (`reported_metrics`) is what a trial reports."""
+    dataset = get_dataset(config.dataset.name)
+    split = build_split(config, dataset)
+    final = {k for k in results if not k.startswith("train/")}
+    assert final == reported_metrics(config, split, dataset.factors.names)
 
 
 class ListReporter(LocalReporter):
@@ -71,6 +80,8 @@ def test_montero_trial_scores_heldout_reconstruction_and_schott_r2(tmp_path: Pat
         config = TrialConfig.model_validate({**base, "split": split})
         ctx = TrialContext(uri, experiment, None, "splits", trial_id=split, trial_name=split)
         results[split] = run_trial(config, ctx, LocalReporter())
+    for split in results:
+        assert_names_declared(TrialConfig.model_validate({**base, "split": split}), results[split])
     montero = results["montero_extrapolation"]
     assert montero["eval/recon_heldout"] > 0 and montero["eval/recon"] > 0
     assert montero["eval/elbo_heldout"] == -(
@@ -103,6 +114,7 @@ def test_trial_scores_intervention_metrics_inside_the_encoder_set(tmp_path: Path
     )
     ctx = TrialContext(uri, experiment, None, "interventions", trial_id="t", trial_name="t")
     results = run_trial(config, ctx, LocalReporter())
+    assert_names_declared(config, results)
     for key in ("dis/sap", "dis/beta_vae", "dis/factor_vae"):
         assert 0.0 <= results[key] <= 1.0
     # downstream accuracy is a down/* score, as DESIGN.md names it

@@ -128,3 +128,8 @@ def transfer(
     out["mae"] = float(np.mean(mae_in)) if mae_in else float("nan")
     out["r2"] = float(np.mean(r2_in)) if r2_in else float("nan")
     return out
+
+
+#: The aggregate keys it returns, each also per factor as `<key>/<factor>`: what a spec may
+#: name (search.metric) under transfer/<scenario>/<probe>/, checked at load.
+transfer.outputs = ("mae", "r2")  # type: ignore[attr-defined]

@@ -112,3 +112,7 @@ def active_units(mu: torch.Tensor, threshold: float = ACTIVE_UNIT_THRESHOLD) -> 
     if mu.shape[0] == 0:
         return 0
     return int((mu.var(dim=0, unbiased=False) > threshold).sum())
+
+
+#: The keys it returns (as eval/*): what a spec may name (search.metric), checked at load.
+unsupervised.outputs = ("elbo", "recon", "kl", "tc", "active_units")  # type: ignore[attr-defined]
