@@ -167,16 +167,13 @@ def run_seed_stack(
                 continue
             runs[s].finish("FINISHED")
             results[s] = scores
+        # Tune's copy of the scores goes before any model's error is raised: it is the
+        # others' only record if the tracking store is lost, and `--from-tune` reads them
+        # as finished from it.
+        reporter.report(
+            {"step": float(base.train.steps), **_tune_row(results, result.diverged), EVALUATED: 1.0}
+        )
         if errors:
-            # Tune's copy of the others' scores first: it is their only record if the
-            # tracking store is lost, and `--from-tune` reads them as finished from it.
-            reporter.report(
-                {
-                    "step": float(base.train.steps),
-                    **_tune_row(results, result.diverged),
-                    EVALUATED: 1.0,
-                }
-            )
             raise errors[0]
     except SystemExit:
         for s in open_runs:
@@ -189,8 +186,4 @@ def run_seed_stack(
                 runs[s].set_tags(error_tags(exc))
                 runs[s].finish("FAILED" if not isinstance(exc, KeyboardInterrupt) else "KILLED")
         raise
-    final = _mean_rows([r for r in results if r is not None])
-    reporter.report(
-        {"step": float(base.train.steps), **_tune_row(results, result.diverged), EVALUATED: 1.0}
-    )
-    return final
+    return _mean_rows([r for r in results if r is not None])

@@ -13,6 +13,7 @@ what picking a model at random costs on average, the baseline a useful proxy mus
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -46,27 +47,22 @@ def selector_columns(frame: pd.DataFrame) -> list[str]:
     return [c for c in predictor_columns(frame) if selection_direction(c)]
 
 
-def select(
-    scores: np.ndarray, errors: np.ndarray, direction: str
-) -> tuple[int, float, float, float] | None:
-    """(position of the chosen row, its error, best error, mean error), or None when the
-    proxy cannot choose: fewer than two distinct proxy values among the rows that have both.
+def select(scores: np.ndarray, errors: np.ndarray, direction: str) -> tuple[int, float] | None:
+    """(position of the chosen row, its error), or None when the proxy cannot choose: fewer
+    than two distinct proxy values among the rows that have both.
 
-    The proxy chooses among the rows where both values exist; the best and the mean error are
-    over every row with an error, so a proxy logged on only some models is not credited with
-    finding the best of those. A tie at the top costs the mean error of the tied rows (what a
-    random tie-break costs on average); the position is the first of them in table order
-    (trials are sorted by name), so a result never depends on how the store listed runs.
+    The proxy chooses among the rows where both values exist (the best and mean error it is
+    read against are over every row with an error, see `selection_table`). A tie at the top
+    costs the mean error of the tied rows (what a random tie-break costs on average); the
+    position is the first of them in table order (trials are sorted by name), so a result
+    never depends on how the store listed runs.
     """
-    has_error = np.isfinite(errors)
-    both = np.flatnonzero(np.isfinite(scores) & has_error)
+    both = np.flatnonzero(np.isfinite(scores) & np.isfinite(errors))
     if both.size == 0 or np.unique(scores[both]).size < 2:
         return None
     s, e = scores[both], errors[both]
-    top = s.max() if direction == "max" else s.min()
-    tied = np.flatnonzero(s == top)
-    valid = errors[has_error]
-    return int(both[tied[0]]), float(e[tied].mean()), float(valid.min()), float(valid.mean())
+    tied = np.flatnonzero(s == (s.max() if direction == "max" else s.min()))
+    return int(both[tied[0]]), float(e[tied].mean())
 
 
 def selection_table(
@@ -94,9 +90,11 @@ def selection_table(
             errors = sub[target.column].to_numpy(dtype=np.float64, na_value=np.nan)
             valid = errors[np.isfinite(errors)]
             # The scale every selector of this target is read against, whether or not it
-            # can choose: the best model in hindsight and the cost of a random choice.
+            # can choose: the best model in hindsight (of every model, not only those a
+            # selector was logged for) and the cost of a random choice.
+            best = float(valid.min()) if valid.size else math.nan
             scale: dict[str, object] = (
-                {"best_mae": valid.min(), "random_regret": valid.mean() - valid.min()}
+                {"best_mae": best, "random_regret": float(valid.mean()) - best}
                 if valid.size >= min_trials
                 else {}
             )
@@ -114,7 +112,7 @@ def selection_table(
                 }
                 picked = select(scores[:, j], errors, direction)
                 if picked is not None and n >= min_trials:
-                    at, chosen, best, _ = picked
+                    at, chosen = picked
                     row.update(chosen=labels[at], chosen_mae=chosen, regret=chosen - best)
                 rows.append(row)
     table = pd.DataFrame(rows, columns=COLUMNS).astype(

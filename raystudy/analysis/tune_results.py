@@ -186,12 +186,12 @@ def models_of(
     ]
 
 
-def model_params(trial: TuneTrial, config: TrialConfig, spec: StudySpec) -> dict[str, Any]:
+def model_params(trial: TuneTrial, config: TrialConfig, stacks: list[list[int]]) -> dict[str, Any]:
     """A model's MLflow params as its trial logged them (but the model-cost ones): its
-    config, and in a stacked trial that stack's size."""
+    config, and in a stacked trial that stack's size (`stacks`: the spec's `stacks()`)."""
     params: dict[str, Any] = config.flat()
     if STACK in trial.config:
-        params["seeds_per_trial"] = len(spec.stacks()[trial.config[STACK]])
+        params["seeds_per_trial"] = len(stacks[trial.config[STACK]])
     return params
 
 
@@ -200,6 +200,7 @@ def run_records(study_dir: Path, skip: Container[str] = ()) -> list[RunRecord]:
     is in `skip`), as the MLflow runs `sync_run` completes; the models of a stacked trial
     each get their own record."""
     spec = load_study_spec(study_dir)
+    stacks = spec.stacks()
     records = []
     for trial in read_tune_trials(tune_dir_of(study_dir), skip):
         if not trial.trial_id:
@@ -211,7 +212,7 @@ def run_records(study_dir: Path, skip: Container[str] = ()) -> list[RunRecord]:
         for model, config, tags in models:
             if not model.evaluated or model.name in skip:
                 continue
-            params = model_params(trial, config, spec)
+            params = model_params(trial, config, stacks)
             records.append(
                 RunRecord(
                     trial_id=model.trial_id,
@@ -235,6 +236,7 @@ def load_tune_results(study_dir: Path) -> pd.DataFrame:
     row per started trial with `status`, `params.*`, `metrics.*` and `tags.*` columns."""
     info = StudyInfo.read(study_dir)
     spec = load_study_spec(study_dir)
+    stacks = spec.stacks()
     rows = []
     for tune_trial in read_tune_trials(tune_dir_of(study_dir)):
         for trial, config, tags in models_of(tune_trial, spec, info.name):
@@ -252,7 +254,7 @@ def load_tune_results(study_dir: Path) -> pd.DataFrame:
                 row[ERROR_TAG] = trial.error
             # MLflow keeps params as strings; so does this table, for the same analysis.
             row.update(
-                {PARAM + k: str(v) for k, v in model_params(tune_trial, config, spec).items()}
+                {PARAM + k: str(v) for k, v in model_params(tune_trial, config, stacks).items()}
             )
             row.update({METRIC + k: v for k, v in trial.metrics().items()})
             rows.append(row)
