@@ -76,7 +76,11 @@ class StudyInfo:
 
     def write(self) -> None:
         data = {**self.__dict__, "study_dir": str(self.study_dir)}
-        (self.study_dir / STUDY_FILE).write_text(json.dumps(data, indent=2))
+        # Rewritten while `status`/`analyze` may read it: a reader must never see half a file.
+        path = self.study_dir / STUDY_FILE
+        partial = path.with_name(f".{STUDY_FILE}.partial-{os.getpid()}")
+        partial.write_text(json.dumps(data, indent=2), encoding="utf-8")
+        os.replace(partial, path)
 
     @classmethod
     def read(cls, study_dir: Path) -> StudyInfo:

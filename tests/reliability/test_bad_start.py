@@ -8,6 +8,7 @@ Most checks here fail before Ray starts; the two that need a cluster share the m
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import mlflow
@@ -17,7 +18,7 @@ from tiny import LIGHT, SMOKE, tiny
 from typer.testing import CliRunner
 
 from raystudy.cli import app
-from raystudy.study import check_study_dir
+from raystudy.study import StudyInfo, check_study_dir
 from raystudy.tracking import StudyTracker, default_uri
 
 #: One trial, scored by MIG alone, no probes: a study that runs in seconds.
@@ -179,6 +180,29 @@ def test_a_broken_study_json_is_a_message_naming_the_file(
     assert f"{tmp_path / 's' / 'study.json'}:" in said, said
     for word in words:
         assert word in said, said
+
+
+def test_study_json_is_never_seen_half_written(tmp_path: Path) -> None:
+    # `status` and the fault tests read study.json while a study writes it; a plain
+    # write_text truncates first, so a reader could find an empty file and call it corrupt.
+    info = StudyInfo(**{**GOOD, "study_dir": tmp_path, "parent_run_id": "r" * 2_000_000})
+    info.write()
+    done = threading.Event()
+
+    def rewrite() -> None:
+        for _ in range(40):
+            info.write()
+        done.set()
+
+    writer = threading.Thread(target=rewrite)
+    writer.start()
+    reads = 0
+    while not done.is_set():
+        assert StudyInfo.read(tmp_path).parent_run_id == info.parent_run_id
+        reads += 1
+    writer.join()
+    assert reads > 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["study.json"]  # no partial left
 
 
 @pytest.mark.parametrize("command", ["analyze", "resume"])
