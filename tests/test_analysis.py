@@ -21,9 +21,10 @@ from raystudy.analysis.correlations import (
     weighted_spearman,
 )
 from raystudy.analysis.groups import AxisError, trial_groups, with_supervision
-from raystudy.analysis.pipeline import Settings, compute, write_analysis
+from raystudy.analysis.pipeline import Settings, StudyAnalysis, compute, write_analysis
 from raystudy.analysis.results import finished
 from raystudy.analysis.selection import selection_table
+from raystudy.analysis.summary import format_summary
 from raystudy.analysis.synthetic import NULL, PLANTED, SCENARIOS, planted_results, planted_rho
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -170,6 +171,26 @@ def test_failed_and_running_trials_are_counted_and_left_out(planted: pd.DataFram
     per_group = analysis.correlations.groupby("group")["n"].max()
     assert per_group.to_dict() == sizes and sizes["all"] == 60
     assert analysis.selection.groupby("group")["n"].max().to_dict() == sizes
+
+
+def test_infinite_scores_are_left_out_and_named(planted: pd.DataFrame, tmp_path: Path) -> None:
+    frame = planted.head(60).copy()
+    frame.loc[[3, 7], "metrics.dis/dci_d"] = [np.inf, -np.inf]
+    analysis = compute(frame, Settings(n_boot=100))
+    rows = analysis.correlations[
+        (analysis.correlations["x"] == "dis/dci_d") & (analysis.correlations["group"] == "all")
+    ]
+    assert set(rows["n"]) == {58}
+    names = frame["tags.mlflow.runName"]
+    assert analysis.nonfinite.to_dict("records") == [
+        {"score": "dis/dci_d", "runs": 2, "trials": f"{names[3]}, {names[7]}"}
+    ]
+    said = format_summary(StudyAnalysis(analysis, tmp_path, [], None))
+    assert f"left out as +-inf: dis/dci_d in 2 run(s) ({names[3]}, {names[7]})" in said
+    write_analysis(analysis, tmp_path, study="planted", planned_trials=60)
+    report = (tmp_path / "report.html").read_text()
+    assert "Scores left out as infinite" in report and names[7] in report
+    assert compute(planted.head(60), Settings(n_boot=10)).nonfinite.empty
 
 
 def _is_png(path: Path) -> bool:

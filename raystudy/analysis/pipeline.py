@@ -25,6 +25,7 @@ from raystudy.analysis.results import (
     RESULTS_FILE,
     finished,
     load_results,
+    nonfinite,
     status_counts,
     unfinished,
 )
@@ -64,6 +65,10 @@ class Analysis:
     @property
     def unfinished(self) -> pd.DataFrame:
         return unfinished(self.frame)
+
+    @property
+    def nonfinite(self) -> pd.DataFrame:
+        return nonfinite(self.frame)
 
 
 def proxy_columns(frame: pd.DataFrame) -> list[str]:
@@ -137,6 +142,7 @@ def write_analysis(
             status_counts=analysis.status_counts,
             planned_trials=planned_trials,
             unfinished=analysis.unfinished,
+            nonfinite=analysis.nonfinite,
             correlations=analysis.correlations,
             proxy_correlations=analysis.proxy_correlations,
             selection=analysis.selection,

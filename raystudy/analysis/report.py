@@ -49,6 +49,8 @@ class ReportInputs:
     status_counts: pd.Series
     planned_trials: int
     unfinished: pd.DataFrame
+    #: Scores finished runs logged as +-inf, left out of every table (`results.nonfinite`).
+    nonfinite: pd.DataFrame
     correlations: pd.DataFrame
     proxy_correlations: pd.DataFrame
     selection: pd.DataFrame
@@ -193,6 +195,12 @@ def render_report(inputs: ReportInputs) -> str:
         if not inputs.unfinished.empty
         else ""
     )
+    nonfinite = (
+        "<h3>Scores left out as infinite</h3>"
+        + _simple_table(inputs.nonfinite, left=("score", "trials"))
+        if not inputs.nonfinite.empty
+        else ""
+    )
     settings = ", ".join(f"{k}={v}" for k, v in inputs.settings.items())
     body = f"""
 <h1>Study <code>{_e(inputs.study)}</code>: analysis</h1>
@@ -202,6 +210,7 @@ def render_report(inputs: ReportInputs) -> str:
 analysed. Runs by MLflow status:</p>
 {runs_table}
 {unfinished}
+{nonfinite}
 <h2>Rank correlations with OOD transfer</h2>
 <p class="note">Spearman's rho between each score (rows) and each transfer score (columns,
 <code>scenario / probe / score</code>) across trials, with its 95% bootstrap interval

@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import mlflow
+import numpy as np
 import pandas as pd
 
-from raystudy.analysis.columns import ERROR_TAG, RUN_NAME
+from raystudy.analysis.columns import ERROR_TAG, METRIC, RUN_NAME
 from raystudy.analysis.groups import with_supervision
 from raystudy.study import StudyError, StudyInfo
 from raystudy.tracking import ROLE_TAG, check_reachable, reaching
@@ -85,6 +86,25 @@ def unfinished(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(
         {"trial": names, "status": rest["status"], "error": errors.fillna("")}
     ).reset_index(drop=True)
+
+
+def nonfinite(frame: pd.DataFrame) -> pd.DataFrame:
+    """Score, runs and trials of every metric that finished trials logged as +-inf.
+
+    Every correlation, selection and figure leaves such values out as it does missing ones
+    (a rank of "infinitely bad" would let one blown-up score decide a correlation); this says
+    which were left out, so that a smaller n is never a silent one.
+    """
+    done = finished(frame)
+    names = done[RUN_NAME] if RUN_NAME in done.columns else done.get("run_id")
+    rows = []
+    for column in sorted(c for c in done.columns if c.startswith(METRIC)):
+        values = pd.to_numeric(done[column], errors="coerce")
+        bad = values.isin([np.inf, -np.inf])
+        if bad.any():
+            trials = [] if names is None else [str(n) for n in names[bad]]
+            rows.append((column.removeprefix(METRIC), int(bad.sum()), ", ".join(trials)))
+    return pd.DataFrame(rows, columns=["score", "runs", "trials"])
 
 
 def write_results(frame: pd.DataFrame, study_dir: Path) -> Path:

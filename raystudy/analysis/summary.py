@@ -18,6 +18,8 @@ def format_summary(result: StudyAnalysis) -> str:
     for row in a.unfinished.itertuples():
         why = f": {row.error[:120]}" if row.error else ""
         lines.append(f"  not analysed: {row.trial} ({row.status.lower()}{why})")
+    for row in a.nonfinite.itertuples():
+        lines.append(f"  left out as +-inf: {row.score} in {row.runs} run(s) ({row.trials[:120]})")
     drawn = [f.name for f in a.figures if f.figure is not None]
     lines.append(f"Wrote {len(result.files)} files ({len(drawn)} figures) to {result.folder}")
     for f in a.figures:
