@@ -21,6 +21,7 @@ from raystudy.data.splits import split_from_spec
 from raystudy.metrics import (
     INTERVENTION_METRICS,
     FeasibleSampler,
+    draw_pool,
     evaluate_intervention,
     get_metric,
     transfer,
@@ -157,22 +158,31 @@ def evaluate(
         namespace = getattr(fn, "namespace", "dis")
         results.update({f"{namespace}/{k}": v for k, v in scores.items()})
 
-    for name in ev.metrics:
-        if name not in INTERVENTION_METRICS:
-            continue
+    intervention = [m for m in ev.metrics if m in INTERVENTION_METRICS]
+    if intervention:
         # Observations are drawn inside the encoder set only: the score is about what the
-        # model was trained on, as for the fixed-sample metrics.
-        sampler = FeasibleSampler(dataset, accept=lambda idx: split.mask("encoder", idx))
-        scores = evaluate_intervention(
-            name,
+        # model was trained on, as for the fixed-sample metrics. One pool serves every
+        # intervention metric (each would draw this same one), and for gt_decoder it holds
+        # the factors themselves, the representation every other metric scores.
+        def represent(x: torch.Tensor) -> torch.Tensor:
+            return model.encode(x)[0]
+
+        def truth(idx: np.ndarray) -> np.ndarray:
+            return encode_means(model, dataset, idx, device)
+
+        pool = draw_pool(
             dataset,
-            lambda x: model.encode(x)[0],
+            represent,
+            sampler=FeasibleSampler(dataset, accept=lambda idx: split.mask("encoder", idx)),
             seed=seed,
-            sampler=sampler,
             device=device,
-            n_jobs=n_jobs,
+            codes_of=truth if model.code_is_ground_truth else None,
         )
-        results.update({f"dis/{k}": v for k, v in scores.items()})
+        for name in intervention:
+            scores = evaluate_intervention(
+                name, dataset, represent, seed=seed, pool=pool, n_jobs=n_jobs
+            )
+            results.update({f"dis/{k}": v for k, v in scores.items()})
 
     names, sizes = dataset.factors.names, dataset.factors.sizes
     for i, (scenario_name, scenario) in enumerate(split.scenarios.items()):

@@ -37,7 +37,7 @@ def test_trial_logs_model_cost_and_scores_gt_decoder_on_the_factors(tmp_path: Pa
             "model": {"objective": "gt_decoder", "latent_dim": 10},
             "train": {"steps": 2, "batch_size": 8, "report_every": 1, "checkpoint_every": 2},
             "evaluation": {
-                "metrics": ["dci"],
+                "metrics": ["dci", "beta_vae", "factor_vae"],
                 "probes": ["gbt"],
                 "num_train": 400,
                 "num_test": 200,
@@ -56,6 +56,9 @@ def test_trial_logs_model_cost_and_scores_gt_decoder_on_the_factors(tmp_path: Pa
     assert int(params["model.num_params"]) > 100_000
     assert int(params["model.flops_per_step"]) > 10**8
     assert results["dis/dci_d"] > 0.95  # the code is the factors: 5 dimensions, one each
+    # The intervention metrics score the same code, not the (barely trained) encoder.
+    assert results["dis/beta_vae"] > 0.95 and results["dis/factor_vae"] > 0.95
+    assert results["dis/factor_vae_active_dims"] == 5
     assert "train/regression" in run.data.metrics
 
 

@@ -173,15 +173,23 @@ def draw_pool(
     seed: int = 0,
     render_batch_size: int = 256,
     device: str | torch.device = "cpu",
+    codes_of: Callable[[NDArray[np.int64]], NDArray[np.float64]] | None = None,
 ) -> CodePool:
     """Draw ``size`` combinations with ``sampler`` (default: feasible, uniform) and encode them.
 
     One pool can be passed to both intervention metrics (``pool=``) to encode only once.
+    ``codes_of`` maps indices to codes directly instead of ``represent`` on rendered images:
+    for a representation that is the ground truth (``gt_decoder``), which no image gives.
     """
     sampler = FeasibleSampler(dataset) if sampler is None else sampler
     before = sampler_counts(sampler)
     indices = np.asarray(sampler(size, np.random.default_rng([seed, 0])), dtype=np.int64)
-    codes = encode(dataset, represent, indices, render_batch_size=render_batch_size, device=device)
+    if codes_of is not None:
+        codes = np.asarray(codes_of(indices), dtype=np.float64)
+    else:
+        codes = encode(
+            dataset, represent, indices, render_batch_size=render_batch_size, device=device
+        )
     return CodePool(indices, codes, rejected_since(sampler, before))
 
 
