@@ -3,7 +3,8 @@
 Imports neither Ray nor MLflow (nor torch, until an intervention metric or ``unsupervised``
 runs), so a notebook can call them directly. Keys are short; the caller prefixes them
 (``dis/``, ``down/``, ``eval/``, ``transfer/<scenario>/<probe>/``). Importing this package
-registers the built-in metrics in :data:`METRICS` (fixed-sample: ``dci``, ``gbt10000``,
+registers the built-in metrics in :data:`METRICS` (fixed-sample: ``dci``, ``dci_lasso``,
+``gbt10000``,
 ``mig``, ``modularity``, ``sap``) and :data:`INTERVENTION_METRICS` (``beta_vae``,
 ``factor_vae``), and the probes in :data:`PROBES`.
 
@@ -17,6 +18,7 @@ from raystudy.metrics._intervention import CodePool, FeasibleSampler, draw_pool
 from raystudy.metrics.api import evaluate, evaluate_intervention
 from raystudy.metrics.beta_vae import beta_vae
 from raystudy.metrics.dci import completeness, dci, disentanglement, importance_matrix
+from raystudy.metrics.dci_lasso import dci_lasso
 from raystudy.metrics.downstream import downstream_gbt
 from raystudy.metrics.factor_vae import factor_vae
 from raystudy.metrics.mig import mig, mig_per_factor
@@ -42,6 +44,7 @@ __all__ = [
     "beta_vae",
     "completeness",
     "dci",
+    "dci_lasso",
     "discretize",
     "disentanglement",
     "downstream_gbt",
