@@ -20,8 +20,8 @@ largest index seen + 1), so that one alpha means the same penalty for every fact
 its number of values; the paper does not say how it scaled them. I is the mean test R^2
 (1 - residual / total sum of squares), the regression counterpart of the GBT DCI's accuracy,
 each factor's clipped at 0 (a fit worse than the mean carries no information), so that I lies
-in [0, 1] like every dis/* score. Factors with a single value across train and test are left out, as in
-:func:`raystudy.metrics.dci.dci`.
+in [0, 1] like every dis/* score. Factors with a single value across train and test are left
+out, as in :func:`raystudy.metrics.dci.dci`.
 """
 
 from __future__ import annotations
