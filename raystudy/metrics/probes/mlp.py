@@ -1,10 +1,17 @@
-"""``mlp``: a multilayer perceptron, two hidden layers of 256 ReLU units.
+"""``mlp``: multilayer perceptrons, two hidden layers of 256 ReLU units, one per factor.
 
 The parametric probe of Dittadi et al. 2021 ("On the Transfer of Disentangled
-Representations in Realistic Settings"). Codes are standardised with the training mean and
-standard deviation (a constant code dimension is kept, at 0) so the optimiser sees inputs
-of unit scale whatever the encoder's; Adam with early stopping on a 10% validation split
-bounds the cost to a few seconds on one core for a few thousand points.
+Representations in Realistic Settings", Sec. 4: "We independently train one predictor per
+factor"): sklearn ``MLPRegressor((256, 256))`` per factor, Adam with early stopping on a 10%
+validation split, which bounds the cost to a few seconds on one core for a few thousand
+points.
+
+The codes are not standardised. A probe's training set can hold a factor at one value (OOD1-A
+fits on a single hue), and then a disentangled code's dimension for that factor is constant up
+to noise there: dividing by that training spread turns the unseen values into inputs tens of
+standard deviations out, and breaks every prediction of a disentangled code while an entangled
+one, whose dimensions all vary, is spared. That would reverse the very correlation the probe
+measures (tests/test_metrics_transfer.py has the case).
 """
 
 from __future__ import annotations
@@ -15,8 +22,6 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.neural_network import MLPRegressor
-from sklearn.pipeline import Pipeline, make_pipeline
-from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
 from raystudy.metrics.probes._registry import as_targets, register_probe
@@ -24,7 +29,7 @@ from raystudy.metrics.probes._registry import as_targets, register_probe
 
 @register_probe("mlp")
 class MLPProbe:
-    """sklearn ``MLPRegressor((256, 256))`` on standardised codes, early stopping."""
+    """sklearn ``MLPRegressor((256, 256))`` per factor on the raw codes, early stopping."""
 
     def __init__(
         self,
@@ -42,26 +47,26 @@ class MLPProbe:
 
     def fit(self, X: ArrayLike, Y: ArrayLike) -> MLPProbe:
         targets = as_targets(Y)
-        self.num_targets_ = targets.shape[1]
-        self.model_: Pipeline = make_pipeline(
-            StandardScaler(),
-            MLPRegressor(
-                hidden_layer_sizes=self.hidden,
-                activation="relu",
-                learning_rate_init=self.learning_rate_init,
-                max_iter=self.max_iter,
-                early_stopping=True,
-                random_state=self.seed,
-            ),
-        )
+        codes = np.asarray(X, dtype=np.float64)
+        self.models_: list[MLPRegressor] = []
         # BLAS would otherwise take every core, not the trial's share.
         with threadpool_limits(limits=self.n_jobs), warnings.catch_warnings():
             # Hitting max_iter is the intended cost bound, not a failure.
             warnings.simplefilter("ignore", ConvergenceWarning)
-            self.model_.fit(np.asarray(X, dtype=np.float64), targets)
+            for k in range(targets.shape[1]):
+                model = MLPRegressor(
+                    hidden_layer_sizes=self.hidden,
+                    activation="relu",
+                    learning_rate_init=self.learning_rate_init,
+                    max_iter=self.max_iter,
+                    early_stopping=True,
+                    random_state=self.seed,
+                )
+                self.models_.append(model.fit(codes, targets[:, k]))
         return self
 
     def predict(self, X: ArrayLike) -> NDArray[np.float64]:
+        codes = np.asarray(X, dtype=np.float64)
         with threadpool_limits(limits=self.n_jobs):
-            pred = self.model_.predict(np.asarray(X, dtype=np.float64))
-        return np.asarray(pred, dtype=np.float64).reshape(-1, self.num_targets_)
+            columns = [m.predict(codes) for m in self.models_]
+        return np.stack(columns, axis=1).astype(np.float64)
