@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from raystudy.data import DATASETS, get_dataset, sdf
+from raystudy.data import DATASETS, get_dataset, get_split, sdf
 from raystudy.data import dsprites as dsp
 
 RES = 64
@@ -369,3 +369,47 @@ def test_orientation_bins_make_orientation_injective(mono) -> None:
     )
     with pytest.raises(ValueError, match=r"orientation_bins must be in 1\.\.40"):
         get_dataset("dsprites", orientation_bins=0)
+
+
+# --- orientation_grid ----------------------------------------------------------------------
+
+
+def test_the_closed_orientation_grid_is_the_official_files_angles(mono) -> None:
+    closed = get_dataset("color_dsprites", orientation_grid="closed")
+    angles = np.asarray(closed.factors.factors[2].values)
+    assert np.allclose(angles, np.linspace(0.0, 2 * math.pi, 40))  # latents_values' column
+    first, last = closed.render(indices(2, shape=HEART, orientation=[0, 39]))
+    assert torch.allclose(first, last, atol=1e-5)  # 0 and 2 pi: the official files' repeat
+    # Between grid points the two grids differ; at orientation 0 they agree.
+    plain = mono.render(mono_indices(2, shape=HEART, orientation=[0, 13]))
+    mono_closed = get_dataset("dsprites", orientation_grid="closed")
+    ours = mono_closed.render(mono_indices(2, shape=HEART, orientation=[0, 13]))
+    assert torch.allclose(plain[0], ours[0], atol=1e-5)
+    assert not torch.allclose(plain[1], ours[1], atol=1e-2)
+    with pytest.raises(ValueError, match="orientation_grid must be one of open, closed"):
+        get_dataset("dsprites", orientation_grid="official")
+    with pytest.raises(ValueError, match="cannot be combined"):
+        get_dataset("dsprites", orientation_grid="closed", orientation_bins=10)
+
+
+@pytest.mark.parametrize(("grid", "copied"), [("open", True), ("closed", False)])
+def test_montero_element_holds_out_images_training_has_only_on_the_open_grid(
+    grid: str, copied: bool
+) -> None:
+    # The held-out ellipses (orientation 14..25) turned by 180 degrees are training images:
+    # the same pixels on the open grid, half a step away on the official one.
+    ds = get_dataset("dsprites", orientation_grid=grid)
+    split = get_split("montero_element", ds)
+    held = split.sample("heldout", 64, np.random.default_rng(0))
+    gaps = []
+    for shift in (19, 20):
+        twin = held.copy()
+        twin[:, 2] = (twin[:, 2] - shift) % 40
+        assert split.mask("encoder", twin).all()
+        diff = ds.render(torch.from_numpy(held)) - ds.render(torch.from_numpy(twin))
+        gaps.append(diff.abs().amax(dim=(1, 2, 3)))
+    nearest = torch.minimum(*gaps)
+    if copied:
+        assert float(nearest.max()) < 1e-5
+    else:
+        assert float(nearest.min()) > 0.1

@@ -19,7 +19,13 @@ Conventions (the procedural renderer's own; it is not pixel-identical to the off
   so the orientation factor is not injective for two of the three shapes. The option
   ``orientation_bins=n`` replaces the 40 angles by ``n`` angles ``(pi / 2) k / n`` of one
   quarter turn, the largest range on which every shape's orientation is injective (the
-  square's period), for studies that regress orientation.
+  square's period), for studies that regress orientation. The option
+  ``orientation_grid="closed"`` uses the official files' angles instead, ``2 pi k / 39``,
+  k = 0..39: with it a split holds out what it holds out in the papers' data. On the default
+  grid a symmetric shape's turn by 90 or 180 degrees lands on another grid angle, so e.g.
+  every ellipse Montero et al.'s recombination-to-element holds out (orientation 14..25) has
+  a pixel-identical twin at orientation - 20 in training; on the official angles the twin
+  lies half a step (4.6 degrees) away, as in the paper.
 - Shapes at scale 1: square of side 0.3, ellipse with semi-axes 0.15 x 0.075 (2:1; its long
   axis lies along x at orientation 0), heart 0.3 wide with its tip down. ``scale`` multiplies
   every length.
@@ -72,11 +78,28 @@ _SHAPE_SDFS: tuple[Callable[[torch.Tensor, torch.Tensor], torch.Tensor], ...] = 
 )
 
 
-def dsprites_factors(orientation_bins: int | None = None) -> tuple[Factor, ...]:
+#: ``orientation_grid`` values: the 40 angles of [0, 2 pi), or the official files' 40 of [0, 2 pi].
+ORIENTATION_GRIDS = ("open", "closed")
+
+
+def dsprites_factors(
+    orientation_bins: int | None = None, orientation_grid: str = "open"
+) -> tuple[Factor, ...]:
     """The five dSprites factors in the official row-major order; ``orientation_bins`` swaps
-    the 40 angles of a full turn for that many of a quarter turn (see the module docstring)."""
+    the 40 angles of a full turn for that many of a quarter turn, ``orientation_grid="closed"``
+    for the official files' angles (see the module docstring)."""
+    if orientation_grid not in ORIENTATION_GRIDS:
+        raise ValueError(
+            f"orientation_grid must be one of {', '.join(ORIENTATION_GRIDS)}, "
+            f"got {orientation_grid!r}"
+        )
+    if orientation_bins is not None and orientation_grid != "open":
+        raise ValueError(
+            "orientation_bins and orientation_grid: closed cannot be combined (the closed grid "
+            "is the official 40 angles of a full turn)"
+        )
     if orientation_bins is None:
-        angles = np.linspace(0.0, 2 * np.pi, 40, endpoint=False)
+        angles = np.linspace(0.0, 2 * np.pi, 40, endpoint=orientation_grid == "closed")
     else:
         angles = np.linspace(0.0, np.pi / 2, orientation_bins, endpoint=False)
     return (
@@ -119,24 +142,31 @@ class DSprites(ProceduralDataset):
     """dSprites: one white sprite on black, 64x64, one channel.
 
     Options: ``resolution`` (default 64), ``orientation_bins`` (default: the 40 angles of the
-    official grid), ``real_seed`` (the ``real`` domain's seed, default 0).
+    official grid), ``orientation_grid`` (``open``, default, or ``closed``: the official
+    files' angles), ``real_seed`` (the ``real`` domain's seed, default 0).
     """
 
     name = "dsprites"
     channels = 1
 
     def __init__(
-        self, resolution: int = 64, orientation_bins: int | None = None, real_seed: int = 0
+        self,
+        resolution: int = 64,
+        orientation_bins: int | None = None,
+        real_seed: int = 0,
+        orientation_grid: str = "open",
     ) -> None:
         check_resolution(resolution, smallest=8)
         if orientation_bins is not None and not 1 <= orientation_bins <= 40:
             raise ValueError(f"orientation_bins must be in 1..40, got {orientation_bins}")
         self.resolution = resolution
         self.real_seed = check_real_seed(real_seed)
-        self.factors = FactorSpace(self._factor_tuple(orientation_bins))
+        self.factors = FactorSpace(self._factor_tuple(orientation_bins, orientation_grid))
 
-    def _factor_tuple(self, orientation_bins: int | None) -> tuple[Factor, ...]:
-        return dsprites_factors(orientation_bins)
+    def _factor_tuple(
+        self, orientation_bins: int | None, orientation_grid: str
+    ) -> tuple[Factor, ...]:
+        return dsprites_factors(orientation_bins, orientation_grid)
 
     def _render_sim(self, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         # Sorting by shape makes each shape's images one contiguous slice (no masked copies);
@@ -245,8 +275,10 @@ class ColorDSprites(DSprites):
     name = "color_dsprites"
     channels = 3
 
-    def _factor_tuple(self, orientation_bins: int | None) -> tuple[Factor, ...]:
-        return (*dsprites_factors(orientation_bins), hue_factor())
+    def _factor_tuple(
+        self, orientation_bins: int | None, orientation_grid: str
+    ) -> tuple[Factor, ...]:
+        return (*dsprites_factors(orientation_bins, orientation_grid), hue_factor())
 
     def _colour(self, idx: torch.Tensor, cover: torch.Tensor) -> torch.Tensor:
         rgb = self._device_tables(idx.device).rgb

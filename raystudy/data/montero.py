@@ -12,6 +12,10 @@ dSprites        element: ellipse (shape 1) & scale 2..5 & orientation 14..25 &
                 extrapolation: floor hue 5..9
 ==============  ======================================================================
 
+On procedural dSprites use ``orientation_grid: closed`` (the official files' angles): on the
+default grid each held-out ellipse of ``element`` turned by 180 degrees is a training image,
+pixel for pixel (see :mod:`raystudy.data.dsprites`).
+
 The encoder trains on the rest; the excluded set is the role ``heldout``. The paper's score is
 the reconstruction NLL (Bernoulli cross-entropy summed over pixels, mean over images) on
 training versus held-out images; besides it, the scenario ``test`` fits probes on the training
