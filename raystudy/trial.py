@@ -7,6 +7,7 @@ fails later loses nothing already measured.
 
 from __future__ import annotations
 
+import copy
 import json
 import tempfile
 from dataclasses import dataclass
@@ -442,7 +443,9 @@ class LocalReporter:
     def report(self, metrics: dict[str, float], state: dict[str, Any] | None = None) -> None:
         self.results.append(dict(metrics))
         if state is not None:
-            self.state = state
+            # The state holds the live model, optimiser and history: kept as it is, it
+            # would follow training past this checkpoint (Tune saves it to disk at once).
+            self.state = copy.deepcopy(state)
 
     def restore(self) -> dict[str, Any] | None:
         return self.state
