@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 import yaml
+from reporters import StopAfter
 from tiny import LIGHT, SMOKE, tiny
 
 from raystudy.analysis.tune_results import TuneTrial, load_tune_results, models_of, run_records
@@ -347,20 +348,6 @@ def test_a_stacked_study_logs_one_finished_run_per_seed(ray_local, tmp_path):
         assert pair[0].data.metrics["train/loss"] != pair[1].data.metrics["train/loss"]
     saved = yaml.safe_load((outcome.info.study_dir / "spec.yaml").read_text())
     assert saved["execution"]["seeds_per_trial"] == 2
-
-
-class StopAfter(LocalReporter):
-    """Keeps checkpoints like Tune and, once, dies at the report of `step` (a killed worker)."""
-
-    def __init__(self, step: int) -> None:
-        super().__init__()
-        self.stop_at: int | None = step
-
-    def report(self, metrics, state=None):
-        super().report(metrics, state)
-        if self.stop_at is not None and metrics.get("step") == self.stop_at:
-            self.stop_at = None
-            raise KeyboardInterrupt("killed")
 
 
 def test_an_interrupted_stacked_trial_resumes_the_same_runs(tmp_path):

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from mlflow.tracking import MlflowClient
+from reporters import StopAfter
 
 from raystudy.data import get_dataset
 from raystudy.spec import TrialConfig, reported_metrics
@@ -161,20 +162,6 @@ def test_a_trial_whose_run_already_finished_reports_it_without_rerunning(tmp_pat
     assert len(client.get_metric_history(run.info.run_id, "dis/mig")) == 1
 
 
-class _DiesAt(LocalReporter):
-    """Keeps checkpoints in memory and, once, dies at the report of `step`."""
-
-    def __init__(self, step: int) -> None:
-        super().__init__()
-        self.die_at: int | None = step
-
-    def report(self, metrics, state=None):
-        super().report(metrics, state)
-        if self.die_at is not None and metrics.get("step") == self.die_at:
-            self.die_at = None
-            raise KeyboardInterrupt("killed")
-
-
 def test_an_in_process_resume_continues_from_the_checkpoint_as_it_was(tmp_path: Path) -> None:
     # The checkpoint at step 2 must not follow the model (and FactorVAE's discriminator) on
     # to step 3 before the trial dies: resumed, the trial ends as if never interrupted.
@@ -190,13 +177,14 @@ def test_an_in_process_resume_continues_from_the_checkpoint_as_it_was(tmp_path: 
     )
     whole = LocalReporter()
     run_trial(config, TrialContext(uri, experiment, None, "resume", "a", "a"), whole)
-    cut = _DiesAt(step=3)
+    cut = StopAfter(step=3)
     ctx = TrialContext(uri, experiment, None, "resume", "b", "b")
     with pytest.raises(KeyboardInterrupt):
         run_trial(config, ctx, cut)
     assert cut.state is not None and cut.state["step"] == 2
     assert [h["step"] for h in cut.state["history"]] == [1.0, 2.0]
     run_trial(config, ctx, cut)
+
     def last_loss(reporter: LocalReporter) -> float:
         return [r for r in reporter.results if "train/loss" in r][-1]["train/loss"]
 
