@@ -204,6 +204,12 @@ class TrainConfig(_Strict):
     def checkpoint_interval(self) -> int:
         return self.checkpoint_every or self.report_every
 
+    @property
+    def tune_reports(self) -> int:
+        """Reports a trial makes to Tune (ASHA's clock): one per `report_every` steps and one
+        at the last step (checkpoints fall on report steps), then one with the results."""
+        return -(-self.steps // self.report_every) + 1
+
 
 def _metric_known(v: str) -> str:
     from raystudy.metrics import INTERVENTION_METRICS, METRICS
@@ -778,6 +784,8 @@ def validate_spec(raw: Any, source: str = "<spec>", check_data: bool = True) -> 
     trials, more = _validate_points(spec, points, label)
     if problems or more:
         raise SpecError(source, _distinct(problems + more))
+    if spec.search.asha is not None:
+        _check_asha_budget(spec.search.asha, [*trials, *corner_trials], source)
     if spec.search.method == "grid":
         # Two equal trials would train the same model twice under one run name.
         _refuse_repeats(trials, points, range(len(trials)), label, "grid", source)
@@ -986,6 +994,26 @@ def reported_metrics(trial: TrialConfig, split: Split, factor_names: Sequence[st
                 head = f"transfer/{scenario}/{probe}/{score}"
                 out |= {head, *(f"{head}/{f}" for f in factor_names)}
     return out
+
+
+def _check_asha_budget(asha: AshaConfig, trials: list[TrialConfig], source: str) -> None:
+    """ASHA ends every trial at its `max_t`-th report; one that reports more is cut off before
+    its results, which are its last report: each such trial would end unevaluated."""
+    longest = max(trials, key=lambda t: t.train.tune_reports)
+    if longest.train.tune_reports > asha.max_t:
+        t = longest.train
+        raise SpecError(
+            source,
+            [
+                (
+                    "search.asha.max_t",
+                    f"{asha.max_t} is fewer than the {t.tune_reports} reports a trial makes "
+                    f"(train.steps {t.steps} / report_every {t.report_every}, plus one with its "
+                    "results): ASHA would stop every trial that survives its rungs before it is "
+                    f"evaluated; set max_t to at least {t.tune_reports}, or raise report_every",
+                )
+            ],
+        )
 
 
 def _search_metric_problems(

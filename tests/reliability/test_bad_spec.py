@@ -397,6 +397,20 @@ SPACE = "space: {model: {beta: {uniform: [1, 2]}}}"
             "search.asha",
             ["grace_period (50) must be at most max_t (10)"],
         ),
+        # ASHA would cut every surviving trial off at max_t, before its results report
+        (
+            "train: {steps: 40, report_every: 10}\n"
+            f"search: {{method: random, {SPACE}, asha: {{grace_period: 1, max_t: 4}}}}\n",
+            "search.asha.max_t",
+            ["4 is fewer than the 5 reports", "train.steps 40 / report_every 10"],
+        ),
+        (
+            "train: {report_every: 10}\n"
+            "search: {method: random, space: {train: {steps: {int: [10, 50]}}}, "
+            "asha: {grace_period: 1, max_t: 5}}\n",
+            "search.asha.max_t",
+            ["fewer than the 6 reports", "at least 6"],
+        ),
         # stores every trial process can reach
         ("tracking: {uri: 'bogus://x'}\n", "tracking.uri", ["unknown tracking store", "sqlite://"]),
         ("tracking: {uri: 'sqlite://'}\n", "tracking.uri", ["names no database file"]),
