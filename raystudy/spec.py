@@ -264,8 +264,27 @@ class TrialConfig(_TrialFields):
     """Everything one trial needs: the spec's base values with one grid point substituted."""
 
     def flat(self) -> dict[str, Any]:
-        """Dotted keys -> values: the MLflow params of a trial."""
-        return flatten(self.model_dump(mode="json"))
+        """Dotted keys -> values: the MLflow params of a trial.
+
+        Of the model's hyperparameters only those its objective reads are kept, at the value
+        it uses (an unset `gamma` is the objective's default): a factor_vae run has no
+        `model.beta`, so a filter or an `analyze --by beta` group never catches it.
+        """
+        data = self.model_dump(mode="json")
+        data["model"] = _model_params(self.model)
+        return flatten(data)
+
+
+#: The ModelConfig fields every objective uses; the rest are some objectives' hyperparameters.
+_MODEL_COMMON = ("objective", "architecture", "latent_dim")
+
+
+def _model_params(model: ModelConfig) -> dict[str, Any]:
+    from raystudy.models import objective_from_config
+
+    objective = objective_from_config(model)
+    own = {h: getattr(objective, h) for h in type(objective).hyperparameters}
+    return {**{f: getattr(model, f) for f in _MODEL_COMMON}, **own}
 
 
 class AshaConfig(_Strict):

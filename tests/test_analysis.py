@@ -154,6 +154,12 @@ def test_groups_by_supervision_and_by_named_axes(planted: pd.DataFrame) -> None:
         "supervision=reference",
     ]
     assert "model.objective=ada_gvae" in names and "model.beta=4.0" in names
+    # Models that have no beta (factor_vae, gt_decoder) are in no beta group.
+    by_beta = [rows for g, rows in trial_groups(done, ["beta"]) if g.startswith("model.beta=")]
+    assert len(by_beta) == 4 and "model.beta=nan" not in names and "model.beta=None" not in names
+    grouped = done.loc[[i for rows in by_beta for i in rows], "params.model.objective"]
+    assert set(grouped) == {"beta_vae", "beta_tcvae", "ada_gvae", "ml_vae"}
+    assert sum(len(rows) for rows in by_beta) == done["params.model.beta"].notna().sum()
     weak = dict(trial_groups(done))["supervision=weak"]
     assert set(done.loc[weak, "params.model.objective"]) == {"ada_gvae", "ml_vae"}
     with pytest.raises(AxisError, match=r"'nope' names no parameter.*model.objective"):

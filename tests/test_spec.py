@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from raystudy.spec import (
     SpecError,
     StudySpec,
+    TrialConfig,
     apply_overrides,
     expand_grid,
     load_spec,
@@ -142,3 +143,32 @@ def test_cli_rejects_a_bad_spec_before_ray_starts(tmp_path: Path) -> None:
     assert f"{path}: model.objective" in result.output
     assert not ray.is_initialized()
     assert not (tmp_path / "out").exists()
+
+
+def test_a_trials_params_hold_only_the_hyperparameters_its_objective_reads() -> None:
+    # MLflow filters and analyze --by group on these: a factor_vae must not show a beta.
+    def params(**model: object) -> dict[str, object]:
+        flat = TrialConfig.model_validate({"model": model}).flat()
+        return {k.removeprefix("model."): v for k, v in flat.items() if k.startswith("model.")}
+
+    common = {"architecture": "conv", "latent_dim": 10}
+    assert params(objective="factor_vae", beta=4) == {
+        "objective": "factor_vae",
+        **common,
+        "gamma": 10.0,  # unset: the objective's default
+    }
+    assert params(objective="beta_vae", beta=4, gamma=30) == {
+        "objective": "beta_vae",
+        **common,
+        "beta": 4.0,
+    }
+    assert params(objective="ada_gvae", k="random") == {
+        "objective": "ada_gvae",
+        **common,
+        "beta": 1.0,
+        "kl_mode": "kl",
+        "k": "random",
+    }
+    assert params(objective="gt_decoder") == {"objective": "gt_decoder", **common}
+    flat = TrialConfig.model_validate({}).flat()
+    assert {"seed", "train.lr", "evaluation.num_train", "dataset.name"} <= set(flat)

@@ -87,7 +87,8 @@ def trial_groups(frame: pd.DataFrame, by: Iterable[str] = ()) -> list[tuple[str,
         for cell in sorted(frame[CELL].dropna().unique()):
             groups.append((f"{CELL}={cell}", frame.index[frame[CELL] == cell]))
     for column in dict.fromkeys(resolve_axis(frame, axis) for axis in by):
-        values = frame[column].astype(str)
+        # A run without the parameter (a factor_vae has no beta) belongs to no value's group.
+        values = frame[column][frame[column].notna()].astype(str)
         for value in sorted(values.unique()):
-            groups.append((f"{column.removeprefix(PARAM)}={value}", frame.index[values == value]))
+            groups.append((f"{column.removeprefix(PARAM)}={value}", values.index[values == value]))
     return groups

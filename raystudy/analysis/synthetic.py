@@ -24,6 +24,7 @@ SCENARIOS: dict[str, float | None] = {"ood1_a": 1.0, "ood1_b": 2.0, "ood2_a": 0.
 PROBES = ("gbt", "mlp")
 FACTORS = ("shape", "scale", "orientation", "pos_x", "pos_y")
 OBJECTIVES = ("beta_vae", "factor_vae", "beta_tcvae", "ada_gvae", "ml_vae", "gt_decoder")
+READS_BETA = frozenset({"beta_vae", "beta_tcvae", "ada_gvae", "ml_vae"})
 
 
 def planted_rho(strength: float | None) -> float:
@@ -79,9 +80,15 @@ def planted_results(
     frame.loc[status == "FAILED", transfer] = np.nan
     frame.loc[status == "RUNNING", :] = np.nan
     objective = np.array(OBJECTIVES)[np.arange(total) % len(OBJECTIVES)]
+    # As trials log them: a model has only the hyperparameters its objective reads.
+    beta = np.array(["1.0", "2.0", "4.0", "8.0"])[rng.integers(0, 4, total)].astype(object)
+    beta[~np.isin(objective, list(READS_BETA))] = None
+    gamma = np.array(["10.0", "50.0"])[rng.integers(0, 2, total)].astype(object)
+    gamma[objective != "factor_vae"] = None
     params = {
         "params.model.objective": objective,
-        "params.model.beta": np.array(["1.0", "2.0", "4.0", "8.0"])[rng.integers(0, 4, total)],
+        "params.model.beta": beta,
+        "params.model.gamma": gamma,
         "params.train.input_noise": np.where(np.arange(total) % 2 == 0, "False", "True"),
         "params.split": "dittadi_hues",
         "params.seed": (np.arange(total) // len(OBJECTIVES) % 3).astype(str),
