@@ -1261,4 +1261,40 @@ def load_spec(
         raw = {}
     if not isinstance(raw, dict):
         raise SpecError(source, [("", f"a study spec is a mapping, got {type(raw).__name__}")])
-    return validate_spec(apply_overrides(raw, overrides, source), source, check_data)
+    overrides = list(overrides)
+    spec = validate_spec(apply_overrides(raw, overrides, source), source, check_data)
+    _refuse_shadowed(spec, overrides, source)
+    return spec
+
+
+def _refuse_shadowed(spec: StudySpec, overrides: list[str], source: str) -> None:
+    """A `--set` of a field that every grid point (or every alternative of the search space)
+    sets is replaced in every trial by the point's value: it would do nothing, silently. One
+    that some points leave alone sets the base value of those, and stands."""
+    leaves: dict[str, str] = {}  # each field an override sets -> the override's path
+    for item in overrides:
+        path, _, text = (part.strip() for part in item.partition("="))
+        if path.split(".")[0] in ("grid", "search"):
+            continue
+        value = parse_yaml(text)  # already parsed once by apply_overrides: cannot fail here
+        fields = flatten(value, path + ".") if isinstance(value, Mapping) and value else {path: 0}
+        leaves.update(dict.fromkeys(fields, path))
+    if not leaves:
+        return
+    grid = spec.search.method == "grid"
+    where = "grid" if grid else "search.space"
+    keys = [set(flatten(p)) for p in (spec.points() if grid else bound_points(spec.search.space))]
+    shadowed: dict[str, list[str]] = {}
+    for leaf, path in leaves.items():
+        if all(leaf in k for k in keys):
+            shadowed.setdefault(path, []).append(leaf)
+    problems = [
+        (
+            f"--set {path}",
+            f"the {where} sets {', '.join(fields)} in every trial, which replaces the value set "
+            f"here; override the {where} instead (e.g. --set '{where}.{path.split('.')[0]}=...')",
+        )
+        for path, fields in shadowed.items()
+    ]
+    if problems:
+        raise SpecError(source, problems)

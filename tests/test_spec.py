@@ -172,3 +172,34 @@ def test_a_trials_params_hold_only_the_hyperparameters_its_objective_reads() -> 
     assert params(objective="gt_decoder") == {"objective": "gt_decoder", **common}
     flat = TrialConfig.model_validate({}).flat()
     assert {"seed", "train.lr", "evaluation.num_train", "dataset.name"} <= set(flat)
+
+
+def test_a_set_that_the_grid_or_search_space_replaces_is_refused() -> None:
+    # smoke.yaml's grid sets model.objective, model.beta, train.input_noise and seed.
+    with pytest.raises(SpecError) as refused:
+        load_spec(SMOKE, ["model.beta=8", "seed=3"])
+    said = str(refused.value)
+    assert "--set model.beta: the grid sets model.beta in every trial" in said
+    assert "--set seed: the grid sets seed in every trial" in said
+    assert "--set 'grid.model=...'" in said
+    space = ROOT / "search_spaces" / "optuna_transfer.yaml"
+    with pytest.raises(SpecError, match=r"--set train.lr: the search.space sets train.lr"):
+        load_spec(space, ["train.lr=1e-3"])
+    with pytest.raises(SpecError, match=r"--set model: the grid sets model.objective in every"):
+        load_spec(SMOKE, ["model={objective: factor_vae, latent_dim: 4}"])
+    # What the grid leaves alone, and the grid itself, can be set; so can the base value of
+    # the trials whose alternative does not set the field (here: the beta_vae ones).
+    spec = load_spec(SMOKE, ["model.latent_dim=4", "grid.seed=[5]"])
+    assert {t.model.latent_dim for t in spec.trials()} == {4}
+    assert {t.seed for t in spec.trials()} == {5}
+    partial = [
+        "grid={}",
+        "search.method=random",
+        "search.space={model: [{objective: beta_vae}, {objective: ada_gvae, latent_dim: 6}]}",
+        "model.latent_dim=4",
+    ]
+    trials = load_spec(SMOKE, partial).trials()
+    assert {(t.model.objective, t.model.latent_dim) for t in trials} <= {
+        ("beta_vae", 4),
+        ("ada_gvae", 6),
+    }
