@@ -32,11 +32,25 @@ AddressOpt = Annotated[
 StudyArg = Annotated[str, typer.Argument(help="Study name (a folder under --output).")]
 
 
+#: How the run summary and `status` name a trial state (others: Tune's name, lower case).
+STATE_NAMES = {"STOPPED": "stopped early"}
+
+
 def _report(outcome: Any, output: Path) -> None:
     """Say what finished, what did not, and what to do next."""
+    from raystudy.study import STOPPED, STOPPED_TAG
+
     name = outcome.info.name
-    states = ", ".join(f"{v} {k.lower()}" for k, v in sorted(outcome.states.items()))
+    states = ", ".join(
+        f"{v} {STATE_NAMES.get(k, k.lower())}" for k, v in sorted(outcome.states.items())
+    )
     typer.echo(f"Study {name!r} ended in {outcome.wall_s:.0f} s: {states}.")
+    if outcome.states.get(STOPPED):
+        typer.echo(
+            f"{outcome.states[STOPPED]} trials were stopped early by the scheduler (ASHA) "
+            "before their final scores: pruned in Optuna, their MLflow runs KILLED with the "
+            f"tag {STOPPED_TAG}=asha; they are done, not resumed."
+        )
     typer.echo(f"MLflow UI: raystudy ui {name} --output {output}")
     typer.echo(f"Analysis:  raystudy analyze {name} --output {output}")
     if outcome.synced:
@@ -51,7 +65,7 @@ def _report(outcome: Any, output: Path) -> None:
             err=True,
         )
     if not outcome.ok:
-        done = outcome.states.get("TERMINATED", 0)
+        done = outcome.done  # finished, or stopped by the scheduler: nothing to resume
         typer.secho(
             f"{outcome.info.num_trials - done} of {outcome.info.num_trials} trials did not "
             f"finish. Continue with: raystudy resume {name} --output {output}"
@@ -203,10 +217,17 @@ def status(study: StudyArg, output: OutputOpt = Path("studies")) -> None:
     except StudyError as exc:
         _fail(str(exc))
     typer.echo(f"Study {study!r} ({info.num_trials} trials) in {study_dir}")
-    names = {"TERMINATED": "done", "RUNNING": "running", "ERROR": "failed", "PENDING": "pending"}
-    for state in ("TERMINATED", "RUNNING", "ERROR", "PENDING", "PAUSED"):
+    names = {
+        "TERMINATED": "done",
+        "STOPPED": STATE_NAMES["STOPPED"],
+        "UNFINISHED": "unfinished",
+        "RUNNING": "running",
+        "ERROR": "failed",
+        "PENDING": "pending",
+    }
+    for state in ("TERMINATED", "STOPPED", "UNFINISHED", "RUNNING", "ERROR", "PENDING", "PAUSED"):
         if counts.get(state):
-            typer.echo(f"  {names.get(state, state.lower()):8s} {counts[state]}")
+            typer.echo(f"  {names.get(state, state.lower()):13s} {counts[state]}")
     try:
         runs = load_results(study_dir)
     except TrackingUnreachable as exc:  # Tune's counts above are still worth having

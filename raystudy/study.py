@@ -51,6 +51,19 @@ STUDY_FILE = "study.json"
 TUNE_DIR = "tune"
 CHECKPOINT_FILE = "state.pt"
 
+# What became of a Tune trial, as `run`, `resume` and `status` count it. FINISHED trials
+# reported their final scores; STOPPED ones were stopped on purpose by the scheduler (ASHA)
+# before them: they are done, pruned in Optuna, and never resumed. UNFINISHED ones were
+# cut short otherwise (Ctrl-C, a time budget): what `resume` continues.
+FINISHED = "TERMINATED"
+STOPPED = "STOPPED"
+UNFINISHED = "UNFINISHED"
+#: Tag of the MLflow runs of trials the scheduler stopped: which one (`asha`).
+STOPPED_TAG = "raystudy.stopped_by"
+#: Tune's flag on a trial's last result when a scheduler or stopper ended it (and on the
+#: last result of a trial whose function returned).
+_DONE = "done"
+
 
 class StudyError(RuntimeError):
     """A study that cannot start (or finish); the message says why and what to do."""
@@ -152,7 +165,12 @@ class StudyOutcome:
 
     @property
     def ok(self) -> bool:
-        return self.states.get("TERMINATED", 0) == self.info.num_trials
+        """Every trial is done: finished, or stopped on purpose by the scheduler."""
+        return self.done == self.info.num_trials
+
+    @property
+    def done(self) -> int:
+        return self.states.get(FINISHED, 0) + self.states.get(STOPPED, 0)
 
 
 class TuneReporter:
@@ -439,8 +457,63 @@ class FinalMetricOptunaSearch(OptunaSearch):
         super().on_trial_result(trial_id, result)
 
 
-def _searcher(spec: StudySpec, study_dir: Path) -> tuple[Any, Any, dict[str, Any]]:
-    """(search_alg, scheduler, TuneConfig metric/mode) for the spec's search method."""
+def optuna_storage_url(spec: StudySpec, study_dir: Path) -> str:
+    """Where the study's Optuna study lives: `search.storage`, or optuna.db in its folder."""
+    return spec.search.storage or f"sqlite:///{study_dir / 'optuna.db'}"
+
+
+def _optuna_study_exists(url: str, name: str) -> bool:
+    """Whether the Optuna storage at `url` holds a study `name`; a sqlite file that does not
+    exist holds none (and is not created here)."""
+    import optuna
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite" and not Path(parsed.database or "").is_file():
+        return False
+    try:
+        return name in optuna.study.get_all_study_names(storage=url)
+    except Exception as exc:  # an unreachable server, a file that is no Optuna database
+        raise StudyError(
+            f"search.storage {url}: cannot read the Optuna storage ({type(exc).__name__}: "
+            f"{(str(exc).splitlines() or [''])[0][:300]})"
+        ) from None
+
+
+def check_optuna_study(spec: StudySpec, overwrite: bool) -> None:
+    """Refuse a new study whose `search.storage` already holds an Optuna study of its name
+    (left by an earlier study, in another --output): Optuna would add to it, and its best
+    trial and TPE's history would include trials that are no part of this study. Under
+    `overwrite` it is deleted when the study starts (`clear_optuna_study`)."""
+    if spec.search.method != "optuna" or not spec.search.storage or overwrite:
+        return
+    if _optuna_study_exists(spec.search.storage, spec.name):
+        raise StudyError(
+            f"search.storage {spec.search.storage} already holds an Optuna study named "
+            f"{spec.name!r}; pass --overwrite to delete it and start again, or give this "
+            "study another name"
+        )
+
+
+def clear_optuna_study(url: str, name: str) -> bool:
+    """Delete the Optuna study `name` from the storage at `url` (--overwrite: the study
+    starts afresh); returns whether there was one."""
+    import optuna
+
+    if not _optuna_study_exists(url, name):
+        return False
+    try:
+        optuna.delete_study(study_name=name, storage=url)
+    except KeyError:  # gone meanwhile
+        return False
+    return True
+
+
+def _searcher(
+    spec: StudySpec, study_dir: Path, overwrite: bool = False
+) -> tuple[Any, Any, dict[str, Any]]:
+    """(search_alg, scheduler, TuneConfig metric/mode) for the spec's search method; with
+    `overwrite`, an Optuna study of the same name in the storage is deleted first."""
     from ray.tune.schedulers import ASHAScheduler
 
     search = spec.search
@@ -463,7 +536,9 @@ def _searcher(spec: StudySpec, study_dir: Path) -> tuple[Any, Any, dict[str, Any
         "nsga2": lambda: optuna.samplers.NSGAIISampler(seed=search.seed),
         "random": lambda: optuna.samplers.RandomSampler(seed=search.seed),
     }
-    storage_url = search.storage or f"sqlite:///{study_dir / 'optuna.db'}"
+    storage_url = optuna_storage_url(spec, study_dir)
+    if overwrite:
+        clear_optuna_study(storage_url, spec.name)
     searcher = FinalMetricOptunaSearch(
         space=functools.partial(define_by_run, space=search.space),
         metric=search.metric,
@@ -481,12 +556,13 @@ def _tuner(
     context: dict[str, Any],
     resources: dict[str, float],
     verbose: int = 1,
+    overwrite: bool = False,
 ) -> Any:
     """The Tuner of a new study (a resumed one is rebuilt by `Tuner.restore`)."""
     from ray import tune
 
     points = spec.points()
-    searcher, scheduler, target = _searcher(spec, study_dir)
+    searcher, scheduler, target = _searcher(spec, study_dir, overwrite)
     if spec.execution.seeds_per_trial > 1:
         labels, key = stack_labels(points, spec.stacks(), spec.execution.stack_over), "stack"
     else:
@@ -550,15 +626,34 @@ def _stacking(spec: StudySpec) -> dict[str, Any]:
     return {"stacks": spec.stacks(), "labels": trial_labels(spec.points())}
 
 
-def _states(grid: Any) -> dict[str, int]:
-    """Count what actually finished: fit() returns normally after Ctrl-C or a time budget."""
-    states = Counter(
-        "TERMINATED"
-        if r.error is None and r.metrics.get(EVALUATED)
-        else ("ERROR" if r.error is not None else "UNFINISHED")
-        for r in grid
-    )
-    return dict(states)
+def trial_state(last_result: dict[str, Any], error: bool) -> str:
+    """What became of a trial that Tune no longer runs, from its last result: FINISHED (it
+    reported its final scores), ERROR, STOPPED (the scheduler stopped it before them: Tune
+    ended it with `done` on its last result) or UNFINISHED (Ctrl-C or a time budget ended
+    the study: Tune stops its trials without `done`)."""
+    if error:
+        return "ERROR"
+    if last_result.get(EVALUATED):
+        return FINISHED
+    return STOPPED if last_result.get(_DONE) else UNFINISHED
+
+
+def _states(grid: Any) -> tuple[dict[str, int], list[str]]:
+    """Count what actually finished (fit() returns normally after Ctrl-C or a time budget),
+    and the Tune trial ids of the trials the scheduler stopped."""
+    states: Counter[str] = Counter()
+    stopped = []
+    for r in grid:
+        state = trial_state(r.metrics or {}, r.error is not None)
+        states[state] += 1
+        if state == STOPPED and r.metrics.get("trial_id"):
+            stopped.append(str(r.metrics["trial_id"]))
+    return dict(states), stopped
+
+
+def _stopped_by(spec: StudySpec) -> str:
+    """The value of STOPPED_TAG: the only scheduler a spec can name is ASHA."""
+    return "asha" if spec.search.asha is not None else "tune"
 
 
 def load_study_spec(study_dir: Path, check_data: bool = False) -> StudySpec:
@@ -589,6 +684,7 @@ def run_study(
     """
     started = time.monotonic()
     study_dir = check_study_dir(output, spec.name, overwrite)
+    check_optuna_study(spec, overwrite)
     if spec.tracking.uri:  # the default store is made in the study folder, which is ours
         try:
             StudyTracker.check(spec.tracking.uri, spec.name)
@@ -599,11 +695,11 @@ def run_study(
     version = _code_version()
     tracker, info, tuner = _start(spec, study_dir, overwrite, version, resources, verbose)
     try:
-        states = _states(tuner.fit())
+        states, stopped = _states(tuner.fit())
     except BaseException:
         _mark_killed(tracker)
         raise
-    return _finish(tracker, info, states, started)
+    return _finish(tracker, info, states, started, stopped, _stopped_by(spec))
 
 
 def _tracking_error(exc: TrackingUnreachable | TrackingRejected) -> StudyError:
@@ -650,7 +746,7 @@ def _start(
             spec.num_trials(),
         )
         info.write()
-        tuner = _tuner(spec, study_dir, _context(info, version), resources, verbose)
+        tuner = _tuner(spec, study_dir, _context(info, version), resources, verbose, overwrite)
     except BaseException:
         if tracker is not None:
             tracker.discard()
@@ -676,7 +772,12 @@ def _context(info: StudyInfo, version: str) -> dict[str, Any]:
 
 
 def _finish(
-    tracker: StudyTracker, info: StudyInfo, states: dict[str, int], started: float
+    tracker: StudyTracker,
+    info: StudyInfo,
+    states: dict[str, int],
+    started: float,
+    stopped: Sequence[str] = (),
+    stopped_by: str = "asha",
 ) -> StudyOutcome:
     """Complete the MLflow record of the study; say so instead when its store is unreachable."""
     wall_s = time.monotonic() - started
@@ -685,8 +786,13 @@ def _finish(
         synced = sync_from_tune(tracker, info)
         # Every trial has stopped by now: a run still open lost its process mid-way.
         tracker.close_running_trials()
+        tracker.tag_killed_trials(stopped, STOPPED_TAG, stopped_by)
         tracker.log_metrics(
-            {"study/trials_finished": states.get("TERMINATED", 0), "study/wall_s": wall_s}
+            {
+                "study/trials_finished": states.get(FINISHED, 0),
+                "study/trials_stopped": states.get(STOPPED, 0),
+                "study/wall_s": wall_s,
+            }
         )
         tracker.finish("FINISHED" if ok else "FAILED")
     except TrackingUnreachable as exc:
@@ -753,11 +859,11 @@ def resume_study(
             resume_errored=not restart_errored,
             restart_errored=restart_errored,
         )
-        states = _states(tuner.fit())
+        states, stopped = _states(tuner.fit())
     except BaseException:
         _mark_killed(tracker)
         raise
-    return _finish(tracker, info, states, started)
+    return _finish(tracker, info, states, started, stopped, _stopped_by(spec))
 
 
 def _resume_unreachable(exc: TrackingUnreachable, info: StudyInfo) -> StudyError:
@@ -782,14 +888,37 @@ def tune_states(tune_dir: Path) -> dict[str, str]:
     return out
 
 
+def tune_outcomes(tune_dir: Path) -> dict[str, str]:
+    """Tune trial id -> state as `tune_states`, with Tune's TERMINATED told apart by the
+    trial's last result (`trial_state`): TERMINATED (finished), STOPPED (by the scheduler)
+    or UNFINISHED (a time budget ended it)."""
+    states = sorted(tune_dir.glob("experiment_state-*.json"))
+    if not states:
+        return {}
+    data = json.loads(states[-1].read_text())
+    out = {}
+    for trial_json, runtime_json in data.get("trial_data", []):
+        trial = json.loads(trial_json)
+        state = trial["status"]
+        runtime = json.loads(runtime_json) if isinstance(runtime_json, str) else runtime_json
+        last = runtime.get("last_result") if isinstance(runtime, dict) else None
+        # A state written without the last result (another Ray) stays as Tune has it.
+        if state == "TERMINATED" and isinstance(last, dict):
+            state = trial_state(last, error=False)
+        out[str(trial.get("trial_id", len(out)))] = state
+    return out
+
+
 def study_status(study_dir: Path) -> dict[str, int]:
-    """Trial counts by Tune state (TERMINATED, RUNNING, ERROR, PENDING, ...), from disk.
+    """Trial counts by state, from disk: Tune's (RUNNING, ERROR, PENDING, ...), with its
+    TERMINATED split into TERMINATED (finished), STOPPED (by the scheduler, before the
+    trial's scores) and UNFINISHED (`tune_outcomes`).
 
     A driver that was killed leaves its trials marked RUNNING: they are what `resume`
     continues.
     """
     info = StudyInfo.read(study_dir)
-    counts = Counter(tune_states(study_dir / TUNE_DIR).values())
+    counts = Counter(tune_outcomes(study_dir / TUNE_DIR).values())
     if info.num_trials > sum(counts.values()):
         counts["PENDING"] += info.num_trials - sum(counts.values())
     return dict(counts)

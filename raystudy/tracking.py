@@ -17,7 +17,7 @@ import random
 import re
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -293,6 +293,34 @@ class StudyTracker:
                 self.client.set_terminated(run.info.run_id, status="KILLED")
                 closed += 1
         return closed
+
+    def tag_killed_trials(self, trial_ids: Iterable[str], tag: str, value: str) -> int:
+        """Set `tag`=`value` on the KILLED trial runs of the Tune trials `trial_ids` (a
+        stacked trial's runs are `<trial id>/<model>`); returns how many were tagged.
+
+        The study marks this way the trials its scheduler stopped, which would otherwise read
+        like runs a Ctrl-C or a lost worker cut short.
+        """
+        wanted = set(trial_ids)
+        tagged = 0
+        token = None
+        with reaching(self.uri):
+            while wanted:
+                page = self.client.search_runs(
+                    [self.experiment_id],
+                    filter_string=f"tags.`{ROLE_TAG}` = 'trial' and attributes.status = 'KILLED'",
+                    max_results=1000,
+                    page_token=token,
+                )
+                for run in page:
+                    trial_id = run.data.tags.get(TRIAL_ID_TAG, "").split("/", 1)[0]
+                    if trial_id in wanted and run.data.tags.get(tag) != value:
+                        self.client.set_tag(run.info.run_id, tag, value)
+                        tagged += 1
+                token = page.token
+                if not token:
+                    break
+        return tagged
 
     def trial_statuses(self) -> dict[str, str]:
         """Run name (= Tune trial name) -> MLflow status of every trial run (all pages)."""

@@ -18,7 +18,7 @@ from tiny import LIGHT, SMOKE, tiny
 
 from raystudy.search import define_by_run
 from raystudy.spec import load_spec
-from raystudy.study import StudyInfo, resume_study, study_status
+from raystudy.study import STOPPED_TAG, StudyInfo, resume_study, study_status
 
 NUM_SAMPLES = 4
 SPACE = {"model": {"beta": {"uniform": [1, 8]}}}
@@ -67,7 +67,7 @@ def test_interrupted_optuna_study_resumes_with_its_sampler_and_storage(
     # The driver joins this process's Ray (one Ray start instead of two) and resume runs here:
     # the `raystudy resume` command itself is covered by test_study_resume.
     address = ray_local.get_runtime_context().gcs_address
-    interrupt_once_a_trial_finishes(
+    output = interrupt_once_a_trial_finishes(
         cli("optimize", str(SMOKE), "--output", str(tmp_path), "--address", address, *sets),
         study_dir,
     )
@@ -75,6 +75,10 @@ def test_interrupted_optuna_study_resumes_with_its_sampler_and_storage(
     info = StudyInfo.read(study_dir)
     before = {r.info.run_id: r for r in trial_runs(info) if r.info.status == "FINISHED"}
     assert 1 <= len(before) < NUM_SAMPLES
+    # Ctrl-C is no scheduler's decision: its trials are unfinished, not stopped early.
+    assert "stopped early" not in output
+    assert "STOPPED" not in study_status(study_dir)
+    assert not [r for r in trial_runs(info) if STOPPED_TAG in r.data.tags]
     told_before = {
         t.number: t for t in optuna_trials(study_dir) if t.state == optuna.trial.TrialState.COMPLETE
     }
