@@ -873,17 +873,25 @@ def _resume_unreachable(exc: TrackingUnreachable, info: StudyInfo) -> StudyError
     )
 
 
+def _tune_trials(tune_dir: Path) -> list[tuple[dict[str, Any], Any]]:
+    """(trial, runtime) of each trial in the latest experiment state of a study's Tune
+    storage, as plain JSON (never the pickled parts); empty before Tune wrote one."""
+    states = sorted(tune_dir.glob("experiment_state-*.json"))
+    if not states:
+        return []
+    data = json.loads(states[-1].read_text())
+    out = []
+    for trial_json, runtime_json in data.get("trial_data", []):
+        runtime = json.loads(runtime_json) if isinstance(runtime_json, str) else runtime_json
+        out.append((json.loads(trial_json), runtime))
+    return out
+
+
 def tune_states(tune_dir: Path) -> dict[str, str]:
     """Tune trial id -> Tune state (TERMINATED, ERROR, RUNNING, ...) from the latest
     experiment state in a study's Tune storage; empty before Tune wrote one."""
-    states = sorted(tune_dir.glob("experiment_state-*.json"))
-    if not states:
-        return {}
-    # Plain JSON: only each trial's id and status are needed, never its pickled parts.
-    data = json.loads(states[-1].read_text())
-    out = {}
-    for trial_json, _runtime in data.get("trial_data", []):
-        trial = json.loads(trial_json)
+    out: dict[str, str] = {}
+    for trial, _runtime in _tune_trials(tune_dir):
         out[str(trial.get("trial_id", len(out)))] = trial["status"]
     return out
 
@@ -892,15 +900,9 @@ def tune_outcomes(tune_dir: Path) -> dict[str, str]:
     """Tune trial id -> state as `tune_states`, with Tune's TERMINATED told apart by the
     trial's last result (`trial_state`): TERMINATED (finished), STOPPED (by the scheduler)
     or UNFINISHED (a time budget ended it)."""
-    states = sorted(tune_dir.glob("experiment_state-*.json"))
-    if not states:
-        return {}
-    data = json.loads(states[-1].read_text())
-    out = {}
-    for trial_json, runtime_json in data.get("trial_data", []):
-        trial = json.loads(trial_json)
+    out: dict[str, str] = {}
+    for trial, runtime in _tune_trials(tune_dir):
         state = trial["status"]
-        runtime = json.loads(runtime_json) if isinstance(runtime_json, str) else runtime_json
         last = runtime.get("last_result") if isinstance(runtime, dict) else None
         # A state written without the last result (another Ray) stays as Tune has it.
         if state == "TERMINATED" and isinstance(last, dict):

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mlflow.entities import Metric, Param, RunTag
+from mlflow.entities import Metric, Param, Run, RunTag
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
@@ -302,43 +302,34 @@ class StudyTracker:
         like runs a Ctrl-C or a lost worker cut short.
         """
         wanted = set(trial_ids)
+        if not wanted:
+            return 0
         tagged = 0
-        token = None
         with reaching(self.uri):
-            while wanted:
-                page = self.client.search_runs(
-                    [self.experiment_id],
-                    filter_string=f"tags.`{ROLE_TAG}` = 'trial' and attributes.status = 'KILLED'",
-                    max_results=1000,
-                    page_token=token,
-                )
-                for run in page:
-                    trial_id = run.data.tags.get(TRIAL_ID_TAG, "").split("/", 1)[0]
-                    if trial_id in wanted and run.data.tags.get(tag) != value:
-                        self.client.set_tag(run.info.run_id, tag, value)
-                        tagged += 1
-                token = page.token
-                if not token:
-                    break
+            for run in self._trial_runs("attributes.status = 'KILLED'"):
+                trial_id = run.data.tags.get(TRIAL_ID_TAG, "").split("/", 1)[0]
+                if trial_id in wanted and run.data.tags.get(tag) != value:
+                    self.client.set_tag(run.info.run_id, tag, value)
+                    tagged += 1
         return tagged
 
     def trial_statuses(self) -> dict[str, str]:
         """Run name (= Tune trial name) -> MLflow status of every trial run (all pages)."""
-        statuses: dict[str, str] = {}
-        token = None
         with reaching(self.uri):
-            while True:
-                page = self.client.search_runs(
-                    [self.experiment_id],
-                    filter_string=f"tags.`{ROLE_TAG}` = 'trial'",
-                    max_results=1000,
-                    page_token=token,
-                )
-                for run in page:
-                    statuses[run.info.run_name] = run.info.status
-                token = page.token
-                if not token:
-                    return statuses
+            return {run.info.run_name: run.info.status for run in self._trial_runs()}
+
+    def _trial_runs(self, condition: str = "") -> Iterator[Run]:
+        """Every trial run of the study matching `condition` (a search filter), page by page."""
+        where = f"tags.`{ROLE_TAG}` = 'trial'" + (f" and {condition}" if condition else "")
+        token = None
+        while True:
+            page = self.client.search_runs(
+                [self.experiment_id], filter_string=where, max_results=1000, page_token=token
+            )
+            yield from page
+            token = page.token
+            if not token:
+                return
 
 
 def log_metrics(client: MlflowClient, run_id: str, metrics: Mapping[str, float], step: int) -> None:
