@@ -14,11 +14,13 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
+import threading
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -582,7 +584,8 @@ def _tuner(
             scheduler=scheduler,
             num_samples=num_samples,
             max_concurrent_trials=spec.execution.max_concurrent_trials,
-            time_budget_s=spec.execution.time_budget_s,
+            # Ended by `_time_budget` where it can be, so that resume continues the trials.
+            time_budget_s=None if _budget_by_signal() else spec.execution.time_budget_s,
             reuse_actors=True,
             trial_name_creator=name_fn,
             trial_dirname_creator=name_fn,
@@ -651,6 +654,47 @@ def _states(grid: Any) -> tuple[dict[str, int], list[str]]:
     return dict(states), stopped
 
 
+#: Tune ends a run on this signal as on Ctrl-C (`ray.tune.tune._setup_signal_catching`).
+_TUNE_STOP_SIGNAL = getattr(signal, "SIGUSR1", None)
+
+
+def _budget_by_signal() -> bool:
+    """Whether `_time_budget` can end the study as Ctrl-C does (Tune catches signals only
+    when it runs in the main thread); if not, Tune's own time budget is used."""
+    return _TUNE_STOP_SIGNAL is not None and threading.current_thread() is threading.main_thread()
+
+
+@contextlib.contextmanager
+def _time_budget(seconds: float | None) -> Iterator[None]:
+    """End the Tune run inside after `seconds` as Ctrl-C does: Tune saves the study with its
+    running trials unfinished, and `resume` continues them from their checkpoints. Tune's own
+    `time_budget_s` marks them TERMINATED instead, which a resume skips as finished.
+
+    The signal is sent once Tune's handler is in place, and again every few seconds until the
+    run ends (a handler left by an earlier run in the process would swallow the first one).
+    """
+    if seconds is None or not _budget_by_signal():
+        yield
+        return
+    over = threading.Event()
+
+    def stop() -> None:
+        if over.wait(seconds):
+            return
+        while not over.is_set():
+            if signal.getsignal(_TUNE_STOP_SIGNAL) not in (signal.SIG_DFL, signal.SIG_IGN, None):
+                signal.raise_signal(_TUNE_STOP_SIGNAL)
+            over.wait(2.0)
+
+    timer = threading.Thread(target=stop, name="raystudy-time-budget", daemon=True)
+    timer.start()
+    try:
+        yield
+    finally:
+        over.set()
+        timer.join()
+
+
 def _stopped_by(spec: StudySpec) -> str:
     """The value of STOPPED_TAG: the only scheduler a spec can name is ASHA."""
     return "asha" if spec.search.asha is not None else "tune"
@@ -695,7 +739,8 @@ def run_study(
     version = _code_version()
     tracker, info, tuner = _start(spec, study_dir, overwrite, version, resources, verbose)
     try:
-        states, stopped = _states(tuner.fit())
+        with _time_budget(spec.execution.time_budget_s):
+            states, stopped = _states(tuner.fit())
     except BaseException:
         _mark_killed(tracker)
         raise
@@ -859,7 +904,8 @@ def resume_study(
             resume_errored=not restart_errored,
             restart_errored=restart_errored,
         )
-        states, stopped = _states(tuner.fit())
+        with _time_budget(spec.execution.time_budget_s):
+            states, stopped = _states(tuner.fit())
     except BaseException:
         _mark_killed(tracker)
         raise

@@ -11,6 +11,9 @@ RUNNING without `done`.
 from __future__ import annotations
 
 import json
+import signal
+import threading
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -31,6 +34,7 @@ from raystudy.study import (
     _finish,
     _searcher,
     _states,
+    _time_budget,
     check_optuna_study,
     study_status,
     trial_state,
@@ -213,3 +217,28 @@ def test_overwrite_starts_the_optuna_study_in_search_storage_afresh(tmp_path: Pa
     assert len(optuna.load_study(study_name="other", storage=storage).trials) == 1
     _searcher(spec, study_dir, overwrite=True)  # an empty study is deleted as well
     assert optuna.load_study(study_name="ext", storage=storage).trials == []
+
+
+def test_the_time_budget_ends_the_run_as_ctrl_c_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Tune's handler (installed by tune.run on SIGINT and SIGUSR1) sets an event that ends
+    # the run with its trials saved as running, which `resume` continues; Tune's own
+    # time_budget_s marked them TERMINATED and a resume skipped them. A stand-in handler:
+    ended = threading.Event()
+    previous = signal.signal(signal.SIGUSR1, lambda *_: ended.set())
+    try:
+        started = time.monotonic()
+        with _time_budget(0.3):
+            # Like Tune's loop: handlers run on the main thread between its steps.
+            while not ended.is_set() and time.monotonic() - started < 10:
+                time.sleep(0.05)
+            assert ended.is_set(), "the budget sent no signal"
+        assert 0.3 <= time.monotonic() - started < 5
+        ended.clear()
+        with _time_budget(30):  # the run ends first: nothing is sent afterwards
+            pass
+        with _time_budget(None):
+            pass
+        time.sleep(0.2)
+        assert not ended.is_set()
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
