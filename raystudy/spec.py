@@ -167,6 +167,12 @@ class TrainConfig(_Strict):
     steps: int = Field(500, ge=0, description="0: no training (dry runs, reference models)")
     batch_size: int = Field(64, ge=1)
     lr: float = Field(1e-4, gt=0.0)
+    lr_milestones: list[int] = Field(
+        default_factory=list,
+        description="steps from which the learning rate is multiplied by lr_decay once more "
+        "(Dittadi 2021: [150000, 300000] with lr_decay 0.5)",
+    )
+    lr_decay: float = Field(0.5, gt=0.0, le=1.0, description="factor applied at each milestone")
     kl_warmup_steps: int = Field(0, ge=0, description="linear KL warm-up from 0 to 1")
     grad_clip: float | None = Field(None, gt=0.0, description="max global gradient norm")
     input_noise: bool = False
@@ -189,6 +195,13 @@ class TrainConfig(_Strict):
         description="torch.compile the encoder and decoder for training (~18% less time per "
         "CPU step after ~20 s of compiling: pays from ~1,000 steps)",
     )
+
+    @field_validator("lr_milestones")
+    @classmethod
+    def _milestones_increase(cls, v: list[int]) -> list[int]:
+        if any(m < 1 for m in v) or any(b <= a for a, b in itertools.pairwise(v)):
+            raise ValueError(f"must be steps >= 1 in increasing order, got {v}")
+        return v
 
     @model_validator(mode="after")
     def _checkpoint_at_reports(self) -> TrainConfig:

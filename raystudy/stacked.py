@@ -38,7 +38,7 @@ from raystudy.data import GroundTruthDataset, Split
 from raystudy.models import VAE, Batch, Objective, add_input_noise
 from raystudy.models.vae import noise_tape
 from raystudy.spec import TrainConfig
-from raystudy.train import BatchSampler, kl_warmup
+from raystudy.train import BatchSampler, kl_warmup, set_learning_rate
 
 #: (step, per-model train/* rows or None, checkpoint state or None, diverged models so far:
 #: index -> (step, loss)). A model's row is None once it has diverged.
@@ -322,6 +322,7 @@ def train_stacked(
             _clip_per_model(
                 [p.grad for p in params.values() if p.grad is not None], config.grad_clip
             )
+        set_learning_rate(optimizer, step, config)
         optimizer.step()
         step += 1
         sums += scalars.detach()

@@ -7,6 +7,7 @@ neither Ray nor MLflow: progress and checkpoints leave through the callbacks.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Callable
 from typing import Any
@@ -38,6 +39,19 @@ class TrainingDiverged(RuntimeError):
 def kl_warmup(step: int, warmup_steps: int) -> float:
     """Linear KL warm-up: the KL weight grows from 0 to 1 over `warmup_steps` steps."""
     return 1.0 if warmup_steps <= 0 else min(1.0, step / warmup_steps)
+
+
+def learning_rate(step: int, config: TrainConfig) -> float:
+    """The step's learning rate: `lr` times `lr_decay` per milestone reached (a step-wise
+    schedule as Dittadi et al. 2021 halve it at 150k and 300k steps); a function of the step
+    alone, so a resumed run continues the schedule exactly."""
+    return config.lr * config.lr_decay ** bisect.bisect_right(config.lr_milestones, step)
+
+
+def set_learning_rate(optimizer: torch.optim.Optimizer, step: int, config: TrainConfig) -> None:
+    if config.lr_milestones:
+        for group in optimizer.param_groups:
+            group["lr"] = learning_rate(step, config)
 
 
 def preferred_memory_format(model: torch.nn.Module, device: torch.device) -> torch.memory_format:
@@ -244,6 +258,7 @@ def train(
         terms.loss.backward()
         if config.grad_clip is not None:
             torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+        set_learning_rate(optimizer, step, config)
         optimizer.step()
         objective.auxiliary_step(terms)
         step += 1

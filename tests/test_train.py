@@ -137,6 +137,29 @@ def test_resume_from_checkpoint_equals_an_uninterrupted_run(objective: str) -> N
         assert obj_resumed.state_dict()["optimizer"]["state"]
 
 
+def test_the_learning_rate_steps_down_at_each_milestone_and_survives_a_resume() -> None:
+    cfg = TrainConfig(
+        steps=6, batch_size=4, lr=1e-3, report_every=1, lr_milestones=[2, 4], lr_decay=0.5
+    )
+    ds, split, model, obj = setup("beta_vae")
+    lrs: dict[int, float] = {}
+    states: dict[int, dict[str, Any]] = {}
+
+    def keep(step: int, row: Any, state: dict[str, Any] | None) -> None:
+        if state is not None:
+            lrs[step] = state["optimizer"]["param_groups"][0]["lr"]
+            states[step] = copy.deepcopy(state)
+
+    train(model, obj, ds, split, cfg, seed=0, device=CPU, on_progress=keep)
+    # the update that ends step s ran at learning_rate(s - 1): 1e-3 for 2, then halved twice
+    assert lrs == pytest.approx({1: 1e-3, 2: 1e-3, 3: 5e-4, 4: 5e-4, 5: 2.5e-4, 6: 2.5e-4})
+    _, _, resumed, obj2 = setup("beta_vae")
+    train(resumed, obj2, ds, split, cfg, seed=0, device=CPU, resume_from=states[3])
+    assert _equal_states(model.state_dict(), resumed.state_dict())
+    with pytest.raises(ValueError, match="increasing order"):
+        TrainConfig(lr_milestones=[4, 2])
+
+
 def test_batches_carry_normalised_factors_and_pairs_differ_in_k() -> None:
     ds = get_dataset("dsprites")
     split = get_split("iid", ds)
