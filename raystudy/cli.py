@@ -38,7 +38,7 @@ STATE_NAMES = {"STOPPED": "stopped early"}
 
 def _report(outcome: Any, output: Path) -> None:
     """Say what finished, what did not, and what to do next."""
-    from raystudy.study import STOPPED, STOPPED_TAG
+    from raystudy.study import STOPPED, STOPPED_BY, STOPPED_TAG
 
     name = outcome.info.name
     states = ", ".join(
@@ -49,7 +49,7 @@ def _report(outcome: Any, output: Path) -> None:
         typer.echo(
             f"{outcome.states[STOPPED]} trials were stopped early by the scheduler (ASHA) "
             "before their final scores: pruned in Optuna, their MLflow runs KILLED with the "
-            f"tag {STOPPED_TAG}=asha; they are done, not resumed."
+            f"tag {STOPPED_TAG}={STOPPED_BY}; they are done, not resumed."
         )
     typer.echo(f"MLflow UI: raystudy ui {name} --output {output}")
     typer.echo(f"Analysis:  raystudy analyze {name} --output {output}")

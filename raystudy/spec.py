@@ -1275,21 +1275,30 @@ def load_spec(
     if not isinstance(raw, dict):
         raise SpecError(source, [("", f"a study spec is a mapping, got {type(raw).__name__}")])
     overrides = list(overrides)
-    spec = validate_spec(apply_overrides(raw, overrides, source), source, check_data)
-    _refuse_shadowed(spec, overrides, source)
+    merged = apply_overrides(raw, overrides, source)
+    spec = validate_spec(merged, source, check_data)
+    _refuse_shadowed(spec, merged, overrides, source)
     return spec
 
 
-def _refuse_shadowed(spec: StudySpec, overrides: list[str], source: str) -> None:
+def _refuse_shadowed(
+    spec: StudySpec, merged: dict[str, Any], overrides: list[str], source: str
+) -> None:
     """A `--set` of a field that every grid point (or every alternative of the search space)
     sets is replaced in every trial by the point's value: it would do nothing, silently. One
-    that some points leave alone sets the base value of those, and stands."""
+    that some points leave alone sets the base value of those, and stands. `merged` is the
+    spec as the overrides left it (`apply_overrides`)."""
     leaves: dict[str, str] = {}  # each field an override sets -> the override's path
     for item in overrides:
-        path, _, text = (part.strip() for part in item.partition("="))
+        path = item.partition("=")[0].strip()
         if path.split(".")[0] in ("grid", "search"):
             continue
-        value = parse_yaml(text)  # already parsed once by apply_overrides: cannot fail here
+        value: Any = merged
+        for part in path.split("."):
+            # a later --set of a parent may have replaced this one: nothing of it is left
+            value = value.get(part) if isinstance(value, Mapping) else None
+        if value is None:
+            continue
         fields = flatten(value, path + ".") if isinstance(value, Mapping) and value else {path: 0}
         leaves.update(dict.fromkeys(fields, path))
     if not leaves:

@@ -60,8 +60,10 @@ CHECKPOINT_FILE = "state.pt"
 FINISHED = "TERMINATED"
 STOPPED = "STOPPED"
 UNFINISHED = "UNFINISHED"
-#: Tag of the MLflow runs of trials the scheduler stopped: which one (`asha`).
+#: Tag of the MLflow runs of trials the scheduler stopped, and its value: ASHA is the only
+#: scheduler a spec can name (a trial that returns has always reported its scores).
 STOPPED_TAG = "raystudy.stopped_by"
+STOPPED_BY = "asha"
 #: Tune's flag on a trial's last result when a scheduler or stopper ended it (and on the
 #: last result of a trial whose function returned).
 _DONE = "done"
@@ -695,11 +697,6 @@ def _time_budget(seconds: float | None) -> Iterator[None]:
         timer.join()
 
 
-def _stopped_by(spec: StudySpec) -> str:
-    """The value of STOPPED_TAG: the only scheduler a spec can name is ASHA."""
-    return "asha" if spec.search.asha is not None else "tune"
-
-
 def load_study_spec(study_dir: Path, check_data: bool = False) -> StudySpec:
     """The study's resolved spec. Reading results needs no dataset file, so the data are
     checked only on request (`resume`, which runs trials); a spec that no longer validates
@@ -744,7 +741,7 @@ def run_study(
     except BaseException:
         _mark_killed(tracker)
         raise
-    return _finish(tracker, info, states, started, stopped, _stopped_by(spec))
+    return _finish(tracker, info, states, started, stopped)
 
 
 def _tracking_error(exc: TrackingUnreachable | TrackingRejected) -> StudyError:
@@ -822,7 +819,6 @@ def _finish(
     states: dict[str, int],
     started: float,
     stopped: Sequence[str] = (),
-    stopped_by: str = "asha",
 ) -> StudyOutcome:
     """Complete the MLflow record of the study; say so instead when its store is unreachable."""
     wall_s = time.monotonic() - started
@@ -831,7 +827,7 @@ def _finish(
         synced = sync_from_tune(tracker, info)
         # Every trial has stopped by now: a run still open lost its process mid-way.
         tracker.close_running_trials()
-        tracker.tag_killed_trials(stopped, STOPPED_TAG, stopped_by)
+        tracker.tag_killed_trials(stopped, STOPPED_TAG, STOPPED_BY)
         tracker.log_metrics(
             {
                 "study/trials_finished": states.get(FINISHED, 0),
@@ -909,7 +905,7 @@ def resume_study(
     except BaseException:
         _mark_killed(tracker)
         raise
-    return _finish(tracker, info, states, started, stopped, _stopped_by(spec))
+    return _finish(tracker, info, states, started, stopped)
 
 
 def _resume_unreachable(exc: TrackingUnreachable, info: StudyInfo) -> StudyError:

@@ -284,11 +284,8 @@ class StudyTracker:
         """
         closed = 0
         with reaching(self.uri):
-            for run in self.client.search_runs(
-                [self.experiment_id],
-                filter_string=f"tags.`{ROLE_TAG}` = 'trial' and attributes.status = 'RUNNING'",
-                max_results=50_000,
-            ):
+            # Listed in full first: closing a run takes it out of the filter being paged.
+            for run in list(self._trial_runs("attributes.status = 'RUNNING'")):
                 self.client.set_tag(run.info.run_id, CLOSED_TAG, "study_end")
                 self.client.set_terminated(run.info.run_id, status="KILLED")
                 closed += 1

@@ -155,7 +155,7 @@ def test_the_study_end_tags_stopped_runs_and_finishes_the_parent(tmp_path: Path)
     cut = trial_run("c", "KILLED")
     info = StudyInfo("s", tmp_path, uri, tracker.experiment_id, tracker.parent_run_id, 4)
     states = {"TERMINATED": 1, "STOPPED": 3}
-    end = _finish(tracker, info, states, 0.0, ["b", "d", "e"], "asha")
+    end = _finish(tracker, info, states, 0.0, ["b", "d", "e"])
     assert end.ok and end.tracking_error is None
 
     def run(run_id: str) -> mlflow.entities.Run:
