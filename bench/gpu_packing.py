@@ -86,10 +86,10 @@ def steady_rates(uri: str, experiment_id: str) -> list[float]:
     """Steps/s of every trial run between its first and its last train/loss report."""
     from mlflow.tracking import MlflowClient
 
-    from raystudy.tracking import ROLE_TAG
+    from raystudy.tags import TRIAL_RUNS
 
     client = MlflowClient(uri)
-    runs = client.search_runs([experiment_id], filter_string=f"tags.`{ROLE_TAG}` = 'trial'")
+    runs = client.search_runs([experiment_id], filter_string=TRIAL_RUNS)
     rates = []
     for run in runs:
         history = sorted(

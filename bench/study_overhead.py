@@ -94,10 +94,10 @@ def run_times(uri: str, experiment_id: str) -> list[tuple[float, float]]:
     MLflow, in order of start."""
     from mlflow.tracking import MlflowClient
 
-    from raystudy.tracking import ROLE_TAG
+    from raystudy.tags import TRIAL_RUNS
 
     runs = MlflowClient(uri).search_runs(
-        [experiment_id], filter_string=f"tags.`{ROLE_TAG}` = 'trial'", max_results=10_000
+        [experiment_id], filter_string=TRIAL_RUNS, max_results=10_000
     )
     return sorted((r.info.start_time / 1e3, r.info.end_time / 1e3) for r in runs if r.info.end_time)
 

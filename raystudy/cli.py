@@ -38,7 +38,8 @@ STATE_NAMES = {"STOPPED": "stopped early"}
 
 def _report(outcome: Any, output: Path) -> None:
     """Say what finished, what did not, and what to do next."""
-    from raystudy.study import STOPPED, STOPPED_BY, STOPPED_TAG
+    from raystudy.study import STOPPED, STOPPED_BY
+    from raystudy.tags import STOPPED_TAG
 
     name = outcome.info.name
     states = ", ".join(

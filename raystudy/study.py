@@ -40,6 +40,7 @@ from raystudy.spec import (
     flatten,
     varying,
 )
+from raystudy.tags import STOPPED_TAG, VERSION_TAG
 from raystudy.tracking import (
     StudyTracker,
     TrackingRejected,
@@ -60,9 +61,8 @@ CHECKPOINT_FILE = "state.pt"
 FINISHED = "TERMINATED"
 STOPPED = "STOPPED"
 UNFINISHED = "UNFINISHED"
-#: Tag of the MLflow runs of trials the scheduler stopped, and its value: ASHA is the only
-#: scheduler a spec can name (a trial that returns has always reported its scores).
-STOPPED_TAG = "raystudy.stopped_by"
+#: The value of `STOPPED_TAG` on the MLflow runs of trials the scheduler stopped: ASHA is the
+#: only scheduler a spec can name (a trial that returns has always reported its scores).
 STOPPED_BY = "asha"
 #: Tune's flag on a trial's last result when a scheduler or stopper ended it (and on the
 #: last result of a trial whose function returned).
@@ -773,7 +773,7 @@ def _start(
         uri = spec.tracking.uri or default_uri(study_dir)
         try:
             tracker = StudyTracker.start(
-                uri, spec.name, study_dir / "mlartifacts", tags={"raystudy.version": version}
+                uri, spec.name, study_dir / "mlartifacts", tags={VERSION_TAG: version}
             )
             tracker.log_artifact(study_dir / "spec.yaml")
         except (TrackingUnreachable, TrackingRejected) as exc:
@@ -854,7 +854,7 @@ def sync_from_tune(tracker: StudyTracker, info: StudyInfo) -> int:
     version = _code_version()
     synced = 0
     for record in run_records(info.study_dir, skip=done):
-        record = dataclasses.replace(record, tags={**record.tags, "raystudy.version": version})
+        record = dataclasses.replace(record, tags={**record.tags, VERSION_TAG: version})
         synced += sync_run(info.tracking_uri, info.experiment_id, info.parent_run_id, record)
     return synced
 

@@ -27,14 +27,19 @@ from mlflow.entities import Metric, Param, Run, RunTag
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
-TRIAL_ID_TAG = "ray_trial_id"
-ROLE_TAG = "raystudy.role"
-STUDY_TAG = "raystudy.study"
-PARENT_TAG = "mlflow.parentRunId"
-#: On a run (re)written from Tune's storage because the store was unreachable when it ran.
-SYNCED_TAG = "raystudy.synced_from"
-#: Set on a trial run the driver closed at the study's end (its trial never did).
-CLOSED_TAG = "raystudy.closed_by"
+from raystudy.tags import (
+    CLOSED_TAG,
+    PARENT_TAG,
+    ROLE_TAG,
+    STUDY_ROLE,
+    STUDY_TAG,
+    SYNCED_TAG,
+    TRIAL_ID_TAG,
+    TRIAL_ROLE,
+    TRIAL_RUNS,
+    equals,
+)
+
 # MLflow caps one log_batch call at 1000 metrics / 100 params.
 _MAX_METRICS, _MAX_PARAMS = 1000, 100
 
@@ -240,7 +245,7 @@ class StudyTracker:
         run = client.create_run(
             experiment_id,
             run_name=study,
-            tags={ROLE_TAG: "study", STUDY_TAG: study, **tags},
+            tags={ROLE_TAG: STUDY_ROLE, STUDY_TAG: study, **tags},
         )
         return cls(uri, experiment_id, run.info.run_id)
 
@@ -317,7 +322,7 @@ class StudyTracker:
 
     def _trial_runs(self, condition: str = "") -> Iterator[Run]:
         """Every trial run of the study matching `condition` (a search filter), page by page."""
-        where = f"tags.`{ROLE_TAG}` = 'trial'" + (f" and {condition}" if condition else "")
+        where = TRIAL_RUNS + (f" and {condition}" if condition else "")
         token = None
         while True:
             page = self.client.search_runs(
@@ -402,7 +407,7 @@ class TrialRun:
             found = retry_busy(
                 lambda: client.search_runs(
                     [experiment_id],
-                    filter_string=f"tags.{TRIAL_ID_TAG} = '{trial_id}'",
+                    filter_string=equals(TRIAL_ID_TAG, trial_id),
                     max_results=1,
                 )
             )
@@ -414,7 +419,7 @@ class TrialRun:
                 if CLOSED_TAG in found[0].data.tags:  # the trial is back: no longer closed
                     retry_busy(lambda: client.delete_tag(run_id, CLOSED_TAG))
                 return cls(client, run_id)
-            all_tags = {ROLE_TAG: "trial", TRIAL_ID_TAG: trial_id, **tags}
+            all_tags = {ROLE_TAG: TRIAL_ROLE, TRIAL_ID_TAG: trial_id, **tags}
             if parent_run_id:
                 all_tags[PARENT_TAG] = parent_run_id
             run = retry_busy(

@@ -30,6 +30,16 @@ from raystudy.metrics import (
 from raystudy.metrics.unsupervised import unsupervised
 from raystudy.models import VAE, build, model_cost
 from raystudy.spec import TrialConfig
+from raystudy.tags import (
+    ARTIFACT_ERROR_TAG,
+    DIVERGED_TAG,
+    ERROR_TAG,
+    GPU_IDS_TAG,
+    NODE_TAG,
+    SPLIT_TAG,
+    STUDY_TAG,
+    VERSION_TAG,
+)
 from raystudy.tracking import TrialRun
 from raystudy.train import TrainingDiverged, train
 
@@ -37,13 +47,9 @@ from raystudy.train import TrainingDiverged, train
 EVALUATED = "evaluated"
 
 
-#: The step at which a diverged trial's loss was found non-finite (a tag, to filter on).
-DIVERGED_TAG = "raystudy.diverged_at_step"
-
-
 def error_tags(exc: BaseException) -> dict[str, str]:
     """Tags of a failed run: the error, and for a diverged trial the step it was caught at."""
-    tags = {"raystudy.error": f"{type(exc).__name__}: {exc}"[:5000]}
+    tags = {ERROR_TAG: f"{type(exc).__name__}: {exc}"[:5000]}
     if isinstance(exc, TrainingDiverged):
         tags[DIVERGED_TAG] = str(exc.step)
     return tags
@@ -264,7 +270,7 @@ def log_artifacts(
             if path is not None:
                 run.log_artifact(path)
         if errors:
-            run.set_tags({"raystudy.artifact_error": "; ".join(errors)[:5000]})
+            run.set_tags({ARTIFACT_ERROR_TAG: "; ".join(errors)[:5000]})
 
 
 def _traversals(
@@ -338,11 +344,11 @@ def split_tag(config: TrialConfig) -> str:
 def run_tags(config: TrialConfig, ctx: TrialContext) -> dict[str, str]:
     """The tags of a model's MLflow run: its study, code, placement and split."""
     return {
-        "raystudy.study": ctx.study,
-        "raystudy.version": ctx.code_version,
-        "ray.node_id": ctx.node,
-        "ray.gpu_ids": ctx.gpu_ids,
-        "split": split_tag(config),
+        STUDY_TAG: ctx.study,
+        VERSION_TAG: ctx.code_version,
+        NODE_TAG: ctx.node,
+        GPU_IDS_TAG: ctx.gpu_ids,
+        SPLIT_TAG: split_tag(config),
     }
 
 

@@ -23,6 +23,7 @@ from raystudy.data import get_dataset
 from raystudy.models import VAE, Objective, build, model_cost
 from raystudy.spec import TrialConfig
 from raystudy.stacked import train_stacked
+from raystudy.tags import STACK_TAG
 from raystudy.tracking import TrialRun
 from raystudy.trial import (
     EVALUATED,
@@ -35,7 +36,6 @@ from raystudy.trial import (
     run_tags,
 )
 
-STACK_TAG = "raystudy.stack"
 #: Prefix of a model's own values in a stacked trial's Tune reports: ``stack/<s>/<metric>``.
 STACK_KEYS = "stack/"
 #: Under ``stack/<s>/`` in every report from the one at which model s diverged: that step.

@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 from scipy.stats import spearmanr
 
+from raystudy.analysis.columns import RUN_NAME
 from raystudy.analysis.correlations import (
     COLUMNS,
     bootstrap_weights,
@@ -95,7 +96,7 @@ def test_selecting_by_the_planted_score_has_zero_regret(planted: pd.DataFrame) -
     assert (by_planted["regret"] == 0.0).all()
     best = done["metrics.transfer/exact/gbt/mae"].idxmin()
     row = by_planted[(by_planted["group"] == "all") & (by_planted["probe"] == "gbt")].iloc[0]
-    assert row["chosen"] == done.loc[best, "tags.mlflow.runName"]
+    assert row["chosen"] == done.loc[best, RUN_NAME]
     by_null = exact[(exact["selector"] == NULL) & (exact["group"] == "all")]
     assert (by_null["regret"] > 0).all() and (by_null["random_regret"] > 0).all()
     # elbo is higher-is-better, recon lower-is-better: both pick by their own direction
@@ -187,7 +188,7 @@ def test_infinite_scores_are_left_out_and_named(planted: pd.DataFrame, tmp_path:
         (analysis.correlations["x"] == "dis/dci_d") & (analysis.correlations["group"] == "all")
     ]
     assert set(rows["n"]) == {58}
-    names = frame["tags.mlflow.runName"]
+    names = frame[RUN_NAME]
     assert analysis.nonfinite.to_dict("records") == [
         {"score": "dis/dci_d", "runs": 2, "trials": f"{names[3]}, {names[7]}"}
     ]
@@ -233,7 +234,7 @@ def _runs(n: int, **columns: object) -> pd.DataFrame:
     return pd.DataFrame(
         {
             "status": "FINISHED",
-            "tags.mlflow.runName": [f"r{i:02d}" for i in range(n)],
+            RUN_NAME: [f"r{i:02d}" for i in range(n)],
             "params.model.objective": "beta_vae",
             **columns,
         }

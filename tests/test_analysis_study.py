@@ -21,7 +21,7 @@ from raystudy.analysis.correlations import COLUMNS
 from raystudy.cli import app
 from raystudy.spec import load_spec
 from raystudy.study import StudyInfo, run_study
-from raystudy.tracking import PARENT_TAG, ROLE_TAG, STUDY_TAG
+from raystudy.tags import ARTIFACT_ERROR_TAG, ERROR_TAG, PARENT_TAG, ROLE_TAG, STUDY_TAG, TRIAL_ROLE
 
 NAME = "tinyan"
 FIGURES = {
@@ -44,9 +44,9 @@ def _add_unfinished_runs(info: StudyInfo) -> None:
         ("002_crashed", "FAILED", {"dis/dci_d": 0.5}),
         ("003_running", "RUNNING", {}),
     ):
-        tags = {ROLE_TAG: "trial", STUDY_TAG: NAME, PARENT_TAG: info.parent_run_id}
+        tags = {ROLE_TAG: TRIAL_ROLE, STUDY_TAG: NAME, PARENT_TAG: info.parent_run_id}
         if status == "FAILED":
-            tags["raystudy.error"] = "RuntimeError: out of memory"
+            tags[ERROR_TAG] = "RuntimeError: out of memory"
         run = client.create_run(info.experiment_id, run_name=name, tags=tags)
         client.log_param(run.info.run_id, "model.objective", "beta_vae")
         for key, value in metrics.items():
@@ -130,12 +130,12 @@ def test_each_trial_logs_traversals_and_a_dci_hinton_diagram(analysed) -> None:
     _, info, _ = analysed
     client = mlflow.MlflowClient(info.tracking_uri)
     runs = client.search_runs([info.experiment_id], "attributes.status = 'FINISHED'")
-    trials = [r for r in runs if r.data.tags.get(ROLE_TAG) == "trial"]
+    trials = [r for r in runs if r.data.tags.get(ROLE_TAG) == TRIAL_ROLE]
     assert len(trials) == 2
     for run in trials:
         paths = {a.path for a in client.list_artifacts(run.info.run_id)}
         assert {"reconstructions.png", "traversals.png", "dci_importance.png"} <= paths
-        assert "raystudy.artifact_error" not in run.data.tags
+        assert ARTIFACT_ERROR_TAG not in run.data.tags
         hinton = Path(client.download_artifacts(run.info.run_id, "dci_importance.png"))
         assert matplotlib.image.imread(hinton).ndim == 3
 

@@ -18,7 +18,8 @@ from tiny import LIGHT, SMOKE, tiny
 
 from raystudy.search import define_by_run
 from raystudy.spec import load_spec
-from raystudy.study import STOPPED_TAG, StudyInfo, resume_study, study_status
+from raystudy.study import StudyInfo, resume_study, study_status
+from raystudy.tags import STOPPED_TAG, TRIAL_ID_TAG
 
 NUM_SAMPLES = 4
 SPACE = {"model": {"beta": {"uniform": [1, 8]}}}
@@ -93,7 +94,7 @@ def test_interrupted_optuna_study_resumes_with_its_sampler_and_storage(
     # MLflow: one finished run per trial across the interruption; finished ones not rerun.
     runs = trial_runs(info)
     assert len(runs) == NUM_SAMPLES
-    assert len({r.data.tags["ray_trial_id"] for r in runs}) == NUM_SAMPLES
+    assert len({r.data.tags[TRIAL_ID_TAG] for r in runs}) == NUM_SAMPLES
     assert {r.info.status for r in runs} == {"FINISHED"}
     for run_id, run in before.items():
         again = mlflow.MlflowClient(info.tracking_uri).get_run(run_id)

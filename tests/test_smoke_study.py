@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from raystudy.cli import app
 from raystudy.study import StudyInfo
+from raystudy.tags import TRIAL_RUNS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -22,9 +23,7 @@ def test_smoke_study_runs_eight_trials_and_analyzes(tmp_path: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     info = StudyInfo.read(tmp_path / "smoke")
-    runs = mlflow.MlflowClient(info.tracking_uri).search_runs(
-        [info.experiment_id], "tags.`raystudy.role` = 'trial'"
-    )
+    runs = mlflow.MlflowClient(info.tracking_uri).search_runs([info.experiment_id], TRIAL_RUNS)
     assert len(runs) == 8 and {r.info.status for r in runs} == {"FINISHED"}
     keys = ["dis/dci_d", "dis/dci_c", "dis/dci_i", "dis/mig", "eval/elbo", "eval/recon"] + [
         f"transfer/{s}/{p}/mae"

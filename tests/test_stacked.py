@@ -12,13 +12,15 @@ import yaml
 from reporters import StopAfter
 from tiny import LIGHT, SMOKE, tiny
 
+from raystudy.analysis.columns import RUN_NAME
 from raystudy.analysis.tune_results import TuneTrial, load_tune_results, models_of, run_records
 from raystudy.data import get_dataset, get_split
 from raystudy.models import VAE, build
 from raystudy.spec import ModelConfig, SpecError, TrainConfig, load_spec
 from raystudy.stacked import train_stacked
 from raystudy.study import StudyError, run_study, stack_labels
-from raystudy.tracking import TRIAL_ID_TAG, sync_run
+from raystudy.tags import STACK_TAG, TRIAL_ID_TAG, TRIAL_RUNS, column
+from raystudy.tracking import sync_run
 from raystudy.train import TrainingDiverged, train
 from raystudy.trial import LocalReporter, TrialContext
 from raystudy.trial_stack import run_seed_stack
@@ -328,9 +330,7 @@ def test_a_stacked_study_logs_one_finished_run_per_seed(ray_local, tmp_path):
     outcome = run_study(spec, output=tmp_path, verbose=0)
     assert outcome.ok and outcome.info.num_trials == 2 and outcome.info.models == 4
     client = mlflow.MlflowClient(outcome.info.tracking_uri)
-    runs = client.search_runs(
-        [outcome.info.experiment_id], "tags.`raystudy.role` = 'trial'", max_results=100
-    )
+    runs = client.search_runs([outcome.info.experiment_id], TRIAL_RUNS, max_results=100)
     assert len(runs) == 4 and {r.info.status for r in runs} == {"FINISHED"}
     seen = {(r.data.params["model.beta"], r.data.params["seed"]) for r in runs}
     assert seen == {("1.0", "0"), ("1.0", "1"), ("4.0", "0"), ("4.0", "1")}
@@ -342,7 +342,7 @@ def test_a_stacked_study_logs_one_finished_run_per_seed(ray_local, tmp_path):
     # Two seeds of one stack are two models, not one logged twice.
     by_stack: dict[str, list] = {}
     for run in runs:
-        by_stack.setdefault(run.data.tags["raystudy.stack"], []).append(run)
+        by_stack.setdefault(run.data.tags[STACK_TAG], []).append(run)
     assert len(by_stack) == 2
     for pair in by_stack.values():
         assert pair[0].data.metrics["train/loss"] != pair[1].data.metrics["train/loss"]
@@ -425,7 +425,7 @@ def test_a_stack_over_beta_is_read_and_synced_from_tune_model_by_model(ray_local
     outcome = run_study(spec, output=tmp_path, verbose=0)
     assert outcome.ok and outcome.info.num_trials == 2 and outcome.info.models == 4
     client = mlflow.MlflowClient(outcome.info.tracking_uri)
-    runs = client.search_runs([outcome.info.experiment_id], "tags.`raystudy.role` = 'trial'")
+    runs = client.search_runs([outcome.info.experiment_id], TRIAL_RUNS)
     assert len(runs) == 4 and {r.info.status for r in runs} == {"FINISHED"}
     by_name = {r.info.run_name: r for r in runs}
     assert {(r.data.params["model.beta"], r.data.params["seed"]) for r in runs} == {
@@ -436,15 +436,15 @@ def test_a_stack_over_beta_is_read_and_synced_from_tune_model_by_model(ray_local
     }
     assert len({r.data.metrics["train/loss"] for r in runs}) == 4
     sizes = sorted(r.data.params["seeds_per_trial"] for r in runs)
-    assert sizes == ["1", "3", "3", "3"] and len({r.data.tags["raystudy.stack"] for r in runs}) == 2
+    assert sizes == ["1", "3", "3", "3"] and len({r.data.tags[STACK_TAG] for r in runs}) == 2
 
     # Tune's storage alone gives the same table, model by model.
     tune = load_tune_results(outcome.info.study_dir)
-    assert sorted(tune["tags.mlflow.runName"]) == sorted(by_name)
+    assert sorted(tune[RUN_NAME]) == sorted(by_name)
     for _, row in tune.iterrows():
-        run = by_name[row["tags.mlflow.runName"]]
+        run = by_name[row[RUN_NAME]]
         assert row["status"] == "FINISHED"
-        assert row[f"tags.{TRIAL_ID_TAG}"] == run.data.tags[TRIAL_ID_TAG]
+        assert row[column(TRIAL_ID_TAG)] == run.data.tags[TRIAL_ID_TAG]
         assert row["params.model.beta"] == run.data.params["model.beta"]
         assert row["params.seed"] == run.data.params["seed"]
         for key in ("dis/mig", "train/loss", "transfer/ood2_a/gbt/mae"):
@@ -465,7 +465,7 @@ def test_a_stack_over_beta_is_read_and_synced_from_tune_model_by_model(ray_local
         assert run.info.status == "FINISHED"
         for key in ("model.beta", "seed", "seeds_per_trial"):
             assert run.data.params[key] == original.data.params[key], key
-        assert run.data.tags["raystudy.stack"] == original.data.tags["raystudy.stack"]
+        assert run.data.tags[STACK_TAG] == original.data.tags[STACK_TAG]
         assert run.data.metrics["dis/mig"] == pytest.approx(original.data.metrics["dis/mig"])
         steps = [m.step for m in other.get_metric_history(run.info.run_id, "train/loss")]
         assert sorted(steps) == [4, 8]

@@ -15,6 +15,7 @@ from raystudy.analysis.results import load_results
 from raystudy.cli import app
 from raystudy.spec import load_spec
 from raystudy.study import StudyError, StudyInfo, run_study
+from raystudy.tags import PARENT_TAG, STUDY_TAG, TRIAL_ID_TAG, TRIAL_RUNS
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = tiny(
@@ -49,15 +50,15 @@ def test_every_trial_finishes_with_one_mlflow_run_holding_every_metric(finished_
     assert info.tracking_uri.startswith("sqlite:////") and (output / "tiny" / "mlflow.db").is_file()
     client = mlflow.MlflowClient(info.tracking_uri)
     assert client.get_experiment(info.experiment_id).name == "tiny"
-    runs = client.search_runs([info.experiment_id], "tags.`raystudy.role` = 'trial'")
+    runs = client.search_runs([info.experiment_id], TRIAL_RUNS)
     assert len(runs) == 2
     assert {r.data.params["model.objective"] for r in runs} == {"beta_vae", "ada_gvae"}
     for run in runs:
         assert run.info.status == "FINISHED"
         missing = [k for k in EXPECTED if k not in run.data.metrics]
         assert not missing, missing
-        assert run.data.tags["mlflow.parentRunId"] == info.parent_run_id
-        assert run.data.tags["raystudy.study"] == "tiny" and run.data.tags["ray_trial_id"]
+        assert run.data.tags[PARENT_TAG] == info.parent_run_id
+        assert run.data.tags[STUDY_TAG] == "tiny" and run.data.tags[TRIAL_ID_TAG]
         assert run.data.params["train.steps"] == "8" and run.data.params["split"] == "dittadi_hues"
         # train/* logged at every report step, exactly once each
         steps = [m.step for m in client.get_metric_history(run.info.run_id, "train/loss")]

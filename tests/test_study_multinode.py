@@ -11,6 +11,7 @@ from tiny import LIGHT, SMOKE, tiny
 
 from raystudy.spec import load_spec
 from raystudy.study import run_study
+from raystudy.tags import TRIAL_RUNS
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +33,7 @@ def cluster():
 
 def runs_of(info) -> list:
     client = mlflow.MlflowClient(info.tracking_uri)
-    return client.search_runs([info.experiment_id], "tags.`raystudy.role` = 'trial'")
+    return client.search_runs([info.experiment_id], TRIAL_RUNS)
 
 
 def test_cpu_trials_spread_over_nodes_into_one_store(cluster, tmp_path: Path) -> None:

@@ -26,7 +26,6 @@ from tiny import LIGHT, SMOKE, tiny
 from raystudy.cli import _report
 from raystudy.spec import load_spec
 from raystudy.study import (
-    STOPPED_TAG,
     TUNE_DIR,
     StudyError,
     StudyInfo,
@@ -39,7 +38,8 @@ from raystudy.study import (
     study_status,
     trial_state,
 )
-from raystudy.tracking import ROLE_TAG, TRIAL_ID_TAG, StudyTracker, default_uri
+from raystudy.tags import ROLE_TAG, STOPPED_TAG, TRIAL_ID_TAG, TRIAL_ROLE, equals
+from raystudy.tracking import StudyTracker, default_uri
 from raystudy.trial import EVALUATED
 
 FINISHED_RESULT = {"trial_id": "a", "step": 16.0, EVALUATED: 1.0, "done": True}
@@ -142,7 +142,7 @@ def test_the_study_end_tags_stopped_runs_and_finishes_the_parent(tmp_path: Path)
     client = mlflow.MlflowClient(uri)
 
     def trial_run(trial_id: str, status: str) -> str:
-        tags = {ROLE_TAG: "trial", TRIAL_ID_TAG: trial_id}
+        tags = {ROLE_TAG: TRIAL_ROLE, TRIAL_ID_TAG: trial_id}
         run = client.create_run(tracker.experiment_id, tags=tags, run_name=trial_id)
         if status != "RUNNING":
             client.set_terminated(run.info.run_id, status=status)
@@ -171,7 +171,7 @@ def test_the_study_end_tags_stopped_runs_and_finishes_the_parent(tmp_path: Path)
     for run_id in (finished, stacked[1], cut):
         assert STOPPED_TAG not in run(run_id).data.tags
     assert run(cut).info.status == "KILLED"
-    tagged = client.search_runs([tracker.experiment_id], f"tags.`{STOPPED_TAG}` = 'asha'")
+    tagged = client.search_runs([tracker.experiment_id], equals(STOPPED_TAG, "asha"))
     assert len(tagged) == 3  # what a user filters on
 
 

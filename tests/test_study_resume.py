@@ -13,6 +13,7 @@ import mlflow
 from tiny import LIGHT, SMOKE, tiny
 
 from raystudy.study import StudyInfo, study_status
+from raystudy.tags import TRIAL_RUNS
 
 
 def cli(*args: str) -> list[str]:
@@ -21,7 +22,7 @@ def cli(*args: str) -> list[str]:
 
 def trial_runs(info: StudyInfo) -> list:
     client = mlflow.MlflowClient(info.tracking_uri)
-    return client.search_runs([info.experiment_id], "tags.`raystudy.role` = 'trial'")
+    return client.search_runs([info.experiment_id], TRIAL_RUNS)
 
 
 def interrupt_once_a_trial_finishes(command: list[str], study_dir: Path) -> str:

@@ -12,6 +12,7 @@ from tiny import LIGHT, SMOKE, tiny
 from raystudy.search import random_points
 from raystudy.spec import SpecError, load_spec
 from raystudy.study import StudyInfo, run_study
+from raystudy.tags import TRIAL_RUNS
 
 CONDITIONAL = (
     "search.space={model: [{objective: beta_vae, beta: {loguniform: [1, 16]}},"
@@ -81,7 +82,7 @@ def test_search_spec_errors(overrides: list[str], field: str, words: list[str]) 
 
 def trial_runs(info: StudyInfo) -> list:
     client = mlflow.MlflowClient(info.tracking_uri)
-    return client.search_runs([info.experiment_id], "tags.`raystudy.role` = 'trial'")
+    return client.search_runs([info.experiment_id], TRIAL_RUNS)
 
 
 def test_optuna_study_persists_trials_with_the_trials_metric(ray_local, tmp_path: Path) -> None:

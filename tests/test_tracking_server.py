@@ -11,6 +11,7 @@ from tiny import LIGHT, SMOKE, tiny
 
 from raystudy.spec import load_spec
 from raystudy.study import run_study
+from raystudy.tags import TRIAL_RUNS
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +30,7 @@ def test_study_logs_every_trial_to_the_server(ray_local, server, tmp_path: Path)
     assert outcome.info.tracking_uri == url
     assert not (tmp_path / "served" / "mlflow.db").exists()  # nothing went to a local store
     client = mlflow.MlflowClient(url)
-    runs = client.search_runs([outcome.info.experiment_id], "tags.`raystudy.role` = 'trial'")
+    runs = client.search_runs([outcome.info.experiment_id], TRIAL_RUNS)
     assert len(runs) == 2 and {r.info.status for r in runs} == {"FINISHED"}
     for run in runs:
         assert "transfer/ood2_a/gbt/mae" in run.data.metrics

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from raystudy.tags import ERROR_TAG, RUN_NAME_TAG, column
+
 METRIC = "metrics."
 PARAM = "params."
 
@@ -17,8 +19,8 @@ PARAM = "params."
 OBJECTIVE = "params.model.objective"
 INPUT_NOISE = "params.train.input_noise"
 SPLIT = "params.split"
-RUN_NAME = "tags.mlflow.runName"
-ERROR_TAG = "tags.raystudy.error"
+RUN_NAME = column(RUN_NAME_TAG)
+ERROR = column(ERROR_TAG)
 
 #: Unsupervised proxies a practitioner can compute without labels, and which way is better.
 #: ELBO is a log-likelihood bound (higher is better); recon is a negative log-likelihood.

@@ -8,10 +8,11 @@ import mlflow
 import numpy as np
 import pandas as pd
 
-from raystudy.analysis.columns import ERROR_TAG, METRIC, RUN_NAME
+from raystudy.analysis.columns import ERROR, METRIC, RUN_NAME
 from raystudy.analysis.groups import with_supervision
 from raystudy.study import StudyError, StudyInfo
-from raystudy.tracking import ROLE_TAG, check_reachable, reaching
+from raystudy.tags import TRIAL_RUNS
+from raystudy.tracking import check_reachable, reaching
 
 RESULTS_FILE = "results.parquet"
 ANALYSIS_DIR = "analysis"
@@ -36,12 +37,12 @@ def load_results(study_dir: Path) -> pd.DataFrame:
     with reaching(info.tracking_uri):  # a lost server: TrackingUnreachable, said plainly
         frame = mlflow.search_runs(
             experiment_ids=[info.experiment_id],
-            filter_string=f"tags.`{ROLE_TAG}` = 'trial'",
+            filter_string=TRIAL_RUNS,
             output_format="pandas",
         )
     if frame.empty:
         return frame
-    frame = frame.sort_values("tags.mlflow.runName", kind="stable").reset_index(drop=True)
+    frame = frame.sort_values(RUN_NAME, kind="stable").reset_index(drop=True)
     return frame
 
 
@@ -81,7 +82,7 @@ def status_counts(frame: pd.DataFrame) -> pd.Series:
 def unfinished(frame: pd.DataFrame) -> pd.DataFrame:
     """Trial, status and error (when one was recorded) of every run that did not finish."""
     rest = frame[frame["status"] != FINISHED]
-    errors = rest[ERROR_TAG] if ERROR_TAG in rest.columns else pd.Series("", index=rest.index)
+    errors = rest[ERROR] if ERROR in rest.columns else pd.Series("", index=rest.index)
     names = rest[RUN_NAME] if RUN_NAME in rest.columns else rest["run_id"]
     return pd.DataFrame(
         {"trial": names, "status": rest["status"], "error": errors.fillna("")}

@@ -17,6 +17,8 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit, ndtr
 
+from raystudy.analysis.columns import ERROR, RUN_NAME
+
 PLANTED = "dis/dci_d"
 NULL = "dis/sap"
 #: scenario -> strength c of the planted relation (None: noise-free).
@@ -99,8 +101,8 @@ def planted_results(
     )
     tags = pd.DataFrame(
         {
-            "tags.mlflow.runName": names,
-            "tags.raystudy.error": np.where(status == "FAILED", "RuntimeError: planted", None),
+            RUN_NAME: names,
+            ERROR: np.where(status == "FAILED", "RuntimeError: planted", None),
         }
     )
     return pd.concat([head, frame, tags], axis=1)

@@ -18,7 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from raystudy.analysis.columns import ERROR_TAG, METRIC, PARAM, RUN_NAME
+from raystudy.analysis.columns import ERROR, METRIC, PARAM, RUN_NAME
 from raystudy.spec import StudySpec, TrialConfig, deep_merge
 from raystudy.study import (
     TUNE_DIR,
@@ -29,9 +29,10 @@ from raystudy.study import (
     trial_labels,
     tune_states,
 )
-from raystudy.tracking import TRIAL_ID_TAG, RunRecord
+from raystudy.tags import SOURCE_TAG, SPLIT_TAG, STACK_TAG, STUDY_TAG, TRIAL_ID_TAG, column
+from raystudy.tracking import RunRecord
 from raystudy.trial import EVALUATED, split_tag
-from raystudy.trial_stack import DIVERGED_KEY, STACK_KEYS, STACK_TAG, member_keys
+from raystudy.trial_stack import DIVERGED_KEY, STACK_KEYS, member_keys
 
 TRAIN = "train/"
 #: A Tune config key of a trial that trains several models together (`seeds_per_trial`).
@@ -219,8 +220,8 @@ def run_records(study_dir: Path, skip: Container[str] = ()) -> list[RunRecord]:
                     name=model.name,
                     params=params,
                     tags={
-                        "raystudy.study": spec.name,
-                        "split": split_tag(config),
+                        STUDY_TAG: spec.name,
+                        SPLIT_TAG: split_tag(config),
                         **tags,
                     },
                     history=model.history(),
@@ -244,14 +245,14 @@ def load_tune_results(study_dir: Path) -> pd.DataFrame:
                 "run_id": "",
                 "status": trial.status,
                 RUN_NAME: trial.name,
-                f"tags.{TRIAL_ID_TAG}": trial.trial_id,
-                "tags.raystudy.study": info.name,
-                "tags.raystudy.source": "tune",
-                "tags.split": split_tag(config),
-                **{f"tags.{k}": v for k, v in tags.items()},
+                column(TRIAL_ID_TAG): trial.trial_id,
+                column(STUDY_TAG): info.name,
+                column(SOURCE_TAG): "tune",
+                column(SPLIT_TAG): split_tag(config),
+                **{column(k): v for k, v in tags.items()},
             }
             if trial.status != "FINISHED" and trial.error:
-                row[ERROR_TAG] = trial.error
+                row[ERROR] = trial.error
             # MLflow keeps params as strings; so does this table, for the same analysis.
             row.update(
                 {PARAM + k: str(v) for k, v in model_params(tune_trial, config, stacks).items()}

@@ -19,6 +19,8 @@ from typing import Any
 
 import mlflow
 
+from raystudy.tags import TRIAL_RUNS
+
 
 def cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "raystudy.cli", *args]
@@ -118,7 +120,7 @@ def tune_rows(trial_dir: Path) -> list[dict[str, Any]]:
 
 def trial_runs(uri: str, experiment_id: str) -> list:
     client = mlflow.MlflowClient(uri)
-    return client.search_runs([experiment_id], "tags.`raystudy.role` = 'trial'")
+    return client.search_runs([experiment_id], TRIAL_RUNS)
 
 
 def finished_runs(study_dir: Path) -> list:

@@ -14,6 +14,7 @@ from faults import cli, finished_runs, kill_session, session, trial_runs, wait_f
 from tiny import LIGHT, SMOKE, tiny
 
 from raystudy.study import StudyInfo, study_status
+from raystudy.tags import ROLE_TAG, STUDY_ROLE, equals
 
 STEPS = 16
 SEEDS = [0, 1, 2]
@@ -85,5 +86,5 @@ def test_killed_driver_resumes_to_one_finished_run_per_grid_point(tmp_path: Path
             assert run.info.end_time == before[run.info.run_name].info.end_time
             assert len(client.get_metric_history(run.info.run_id, "dis/mig")) == 1
     assert study_status(study_dir) == {"TERMINATED": len(SEEDS)}
-    parents = client.search_runs([info.experiment_id], "tags.`raystudy.role` = 'study'")
+    parents = client.search_runs([info.experiment_id], equals(ROLE_TAG, STUDY_ROLE))
     assert [p.info.status for p in parents] == ["FINISHED"]

@@ -22,11 +22,12 @@ from mlflow_server import MlflowServer
 from tiny import LIGHT, SMOKE, tiny
 from typer.testing import CliRunner
 
+from raystudy.analysis.columns import RUN_NAME
 from raystudy.analysis.tune_results import read_tune_trials
 from raystudy.cli import app
 from raystudy.spec import load_spec
 from raystudy.study import TUNE_DIR, resume_study, run_study
-from raystudy.tracking import SYNCED_TAG
+from raystudy.tags import SYNCED_TAG
 
 # MLflow 3 refuses its file store unless asked ("maintenance mode"); the tests ask.
 FILE_STORE = {"MLFLOW_ALLOW_FILE_STORE": "true"}
@@ -121,7 +122,7 @@ def test_server_lost_mid_study_then_restarted_loses_no_finished_trial(
     assert "Runs: 2 finished" in tune.output
     table = pd.read_parquet(study_dir / "analysis" / "results.parquet")
     assert len(table) == 2 and table["metrics.transfer/ood2_a/gbt/mae"].notna().all()
-    table = table.set_index("tags.mlflow.runName")
+    table = table.set_index(RUN_NAME)
     for run_name, metrics in seen.items():  # what MLflow had before it went down
         for key, value in metrics.items():
             assert table.loc[run_name, f"metrics.{key}"] == pytest.approx(value), key

@@ -19,11 +19,12 @@ from faults import descendants, trial_runs, tune_rows, wait_for
 from tiny import LIGHT, SMOKE, tiny
 from typer.testing import CliRunner
 
+from raystudy.analysis.columns import ERROR, RUN_NAME
 from raystudy.analysis.tune_results import load_tune_results
 from raystudy.cli import app
 from raystudy.spec import load_spec
 from raystudy.study import TUNE_DIR, run_study
-from raystudy.trial import DIVERGED_TAG
+from raystudy.tags import DIVERGED_TAG, ERROR_TAG
 
 
 @pytest.fixture(scope="module")
@@ -135,7 +136,7 @@ def test_a_diverging_cell_fails_with_its_step_and_the_rest_of_the_study_complete
     assert bad.info.status == "FAILED"
     step = int(bad.data.tags[DIVERGED_TAG])
     assert 0 < step < 16, "stopped early, at the first report with a non-finite loss"
-    assert bad.data.tags["raystudy.error"] == (
+    assert bad.data.tags[ERROR_TAG] == (
         f"TrainingDiverged: training diverged at step {step}: loss is nan"
     )
     assert "dis/mig" not in bad.data.metrics, "a diverged model is not evaluated"
@@ -164,9 +165,9 @@ def test_a_diverging_cell_fails_with_its_step_and_the_rest_of_the_study_complete
     assert set(correlations["n"].dropna()) == {3}, "the failed trial is left out"
 
     # Tune's storage tells the same story, for when MLflow is gone.
-    tune = load_tune_results(study_dir).set_index("tags.mlflow.runName")
+    tune = load_tune_results(study_dir).set_index(RUN_NAME)
     assert tune.loc["003_lr=1000000.0", "status"] == "FAILED"
-    assert "diverged at step" in tune.loc["003_lr=1000000.0", "tags.raystudy.error"]
+    assert "diverged at step" in tune.loc["003_lr=1000000.0", ERROR]
     for name, run in runs.items():
         assert tune.loc[name, "status"] == "FINISHED"
         assert tune.loc[name, "metrics.dis/mig"] == pytest.approx(run.data.metrics["dis/mig"])

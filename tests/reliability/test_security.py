@@ -31,6 +31,7 @@ from raystudy.data import get_dataset
 from raystudy.data.file_arrays import DatasetFileError
 from raystudy.spec import SpecError, load_spec
 from raystudy.study import StudyInfo
+from raystudy.tags import ERROR_TAG, STUDY_TAG
 from raystudy.tracking import StudyTracker, TrialRun, default_uri
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -384,7 +385,7 @@ def test_the_report_escapes_every_user_supplied_string(tmp_path: Path) -> None:
     metrics = [c for c in frame.columns if c.startswith("metrics.")]
     for i, row in frame.iterrows():
         failed = i == len(frame) - 1
-        tags = {"raystudy.study": HOSTILE.format("tag")}
+        tags = {STUDY_TAG: HOSTILE.format("tag")}
         run = TrialRun.open(
             info.tracking_uri,
             info.experiment_id,
@@ -397,7 +398,7 @@ def test_the_report_escapes_every_user_supplied_string(tmp_path: Path) -> None:
         values = {c.removeprefix("metrics."): row[c] for c in metrics if np.isfinite(row[c])}
         run.log_metrics(values, step=0)
         if failed:
-            run.set_tags({"raystudy.error": HOSTILE.format("error")})
+            run.set_tags({ERROR_TAG: HOSTILE.format("error")})
         run.finish("FAILED" if failed else "FINISHED")
     (info.study_dir / "spec.yaml").write_text(f"# description: {HOSTILE.format('spec')}\nname: x\n")
     result = CliRunner().invoke(

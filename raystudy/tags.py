@@ -1,0 +1,65 @@
+"""Every MLflow tag name raystudy writes or reads, in one place.
+
+Trials, the study driver and the analysis all meet on these names (a trial tags its run, the
+driver finds it again by them, the results table reads them as `tags.<name>` columns), so a
+name typed twice could drift between writer and reader. Import the constant; never type the
+string. This module imports nothing.
+"""
+
+from __future__ import annotations
+
+# --- Tags MLflow itself defines (raystudy sets or reads them) ---------------------------------
+#: The study's parent run, on each trial run (shows trials nested under the study in the UI).
+PARENT_TAG = "mlflow.parentRunId"
+#: A run's display name (`run_name=` when it is created).
+RUN_NAME_TAG = "mlflow.runName"
+
+# --- Identity: which study and trial a run belongs to -----------------------------------------
+#: Ray Tune's trial id (`<id>/<member>` for a stacked model), by which a retried or restored
+#: trial finds its run again.
+TRIAL_ID_TAG = "ray_trial_id"
+#: Whether a run is the study's parent run or a trial's; values `STUDY_ROLE`, `TRIAL_ROLE`.
+ROLE_TAG = "raystudy.role"
+STUDY_ROLE = "study"
+TRIAL_ROLE = "trial"
+#: The study's name, on its parent and trial runs.
+STUDY_TAG = "raystudy.study"
+#: The raystudy version that ran the study (parent run) or trial.
+VERSION_TAG = "raystudy.version"
+#: On each model run of a stacked trial: the Tune trial id its models trained in together.
+STACK_TAG = "raystudy.stack"
+#: A trial's split: a built-in split's name, or "custom" for one written in the spec.
+SPLIT_TAG = "split"
+#: Where a trial ran (Ray node id, GPU ids).
+NODE_TAG = "ray.node_id"
+GPU_IDS_TAG = "ray.gpu_ids"
+
+# --- Outcome: how a trial ended ---------------------------------------------------------------
+#: A failed trial's error, `<ExceptionType>: <message>`.
+ERROR_TAG = "raystudy.error"
+#: Figures a trained and evaluated trial could not draw (the trial itself did not fail).
+ARTIFACT_ERROR_TAG = "raystudy.artifact_error"
+#: The step at which a diverged trial's loss was found non-finite.
+DIVERGED_TAG = "raystudy.diverged_at_step"
+#: On runs of trials the scheduler stopped on purpose; the value names the scheduler.
+STOPPED_TAG = "raystudy.stopped_by"
+#: Set on a trial run the driver closed at the study's end (its trial never did).
+CLOSED_TAG = "raystudy.closed_by"
+#: On a run (re)written from Tune's storage because the store was unreachable when it ran.
+SYNCED_TAG = "raystudy.synced_from"
+#: On a row of the results table read from Tune's storage rather than from MLflow.
+SOURCE_TAG = "raystudy.source"
+
+
+def column(tag: str) -> str:
+    """The results-table column of a tag: `raystudy.error` -> `tags.raystudy.error`."""
+    return f"tags.{tag}"
+
+
+def equals(tag: str, value: str) -> str:
+    """An MLflow `search_runs` filter on one tag: tags.`raystudy.role` = 'trial'."""
+    return f"tags.`{tag}` = '{value}'"
+
+
+#: The `search_runs` filter that finds a study's trial runs (not its parent run).
+TRIAL_RUNS = equals(ROLE_TAG, TRIAL_ROLE)
