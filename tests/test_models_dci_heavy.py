@@ -9,7 +9,7 @@ Run it (prints the scores)::
 The models train in separate processes, ``RAYSTUDY_DCI_WORKERS`` (default 2) at a time with
 ``RAYSTUDY_DCI_THREADS`` torch threads each (default 1: on two cores, two one-thread trainings
 beat one two-thread one, bench/RESULTS.md "CPU threads per trial"); ``RAYSTUDY_DCI_STEPS``
-sets the step budget. The README records the runs: at 1,000 and 3,000 steps Ada-GVAE came out
+sets the step budget. docs/studies.md records the runs: at 1,000 and 3,000 steps Ada-GVAE came out
 clearly ahead (DCI-D 0.37, 0.45), but no beta-VAE had organised its codes yet (0.03-0.12,
 beta 8 not above beta 1), so the first assertion failed there; nor had beta 4, 8 or 16 by
 10,000 steps, also when scored on disentanglement_lib's 10,000 + 5,000 points ("DCI-D on this

@@ -37,6 +37,8 @@ from raystudy.tracking import StudyTracker, TrialRun, default_uri
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = sorted((ROOT / "raystudy").rglob("*.py")) + sorted((ROOT / "bench").glob("*.py"))
 CLUSTER_FILES = [ROOT / "cluster.yaml", ROOT / "tests" / "clusters" / "onprem.yaml"]
+# The README and the reference pages it links to: every command they show a user.
+DOC_FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 LOOPBACK = {"127.0.0.1", "::1"}
 
 
@@ -216,7 +218,7 @@ def _server_commands(text: str) -> list[str]:
     ]
 
 
-@pytest.mark.parametrize("path", [ROOT / "README.md", *CLUSTER_FILES], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [*DOC_FILES, *CLUSTER_FILES], ids=lambda p: p.name)
 def test_documented_servers_bind_loopback_or_an_explicit_private_host(path: Path) -> None:
     text = path.read_text()
     assert not re.search(r"0\.0\.0\.0|--host[= ]+(::|\[::\])(\s|$)", text), (
@@ -232,10 +234,11 @@ def test_documented_servers_bind_loopback_or_an_explicit_private_host(path: Path
             assert host.group(1) in ("127.0.0.1", "$(hostname -I | cut -d' ' -f1)"), line
 
 
-def test_the_readme_says_how_to_reach_a_cluster_ui_through_ssh() -> None:
-    readme = (ROOT / "README.md").read_text()
-    assert "ray dashboard cluster.yaml" in readme  # Ray's own SSH tunnel to 8265
-    assert re.search(r"ssh .*-L 5000:<head private IP>:5000", readme)  # the MLflow UI
+@pytest.mark.parametrize("doc", ["reliability.md", "performance.md"])  # security; cluster how-to
+def test_the_docs_say_how_to_reach_a_cluster_ui_through_ssh(doc: str) -> None:
+    text = (ROOT / "docs" / doc).read_text()
+    assert "ray dashboard cluster.yaml" in text  # Ray's own SSH tunnel to 8265
+    assert re.search(r"ssh .*-L 5000:<head private IP>:5000", text)  # the MLflow UI
 
 
 # --- cluster credentials --------------------------------------------------------------------
@@ -268,8 +271,9 @@ def test_cluster_configs_hold_no_credentials_and_open_no_ports(path: Path) -> No
     assert set(config["auth"]) == {"ssh_user"}  # keys come from the SSH agent / ~/.ssh
     # No security-group rules of our own: Ray's default group admits SSH only.
     assert "0.0.0.0/0" not in path.read_text() and "IpPermissions" not in path.read_text()
-    readme = (ROOT / "README.md").read_text()
-    assert "holds no credentials" in readme and "~/.aws" in readme and "AWS_PROFILE" in readme
+    cluster_doc = (ROOT / "docs" / "performance.md").read_text()  # "Run on a cluster"
+    assert "holds no credentials" in cluster_doc and "~/.aws" in cluster_doc
+    assert "AWS_PROFILE" in cluster_doc
 
 
 # --- nothing from a file runs code: checkpoints, YAML, dataset files --------------------------
