@@ -69,7 +69,7 @@ def seeds(n: int) -> str:
 
 def run_sequential(spec: Any, folder: Path, n: int) -> tuple[str, str]:
     """The first `n` trials of `spec` one after another here; (tracking uri, experiment)."""
-    from raystudy.tracking import StudyTracker, default_uri
+    from raystudy.tracking.writer import StudyTracker, default_uri
     from raystudy.trial import LocalReporter, TrialContext, run_trial
 
     folder.mkdir(parents=True)

@@ -209,7 +209,7 @@ def status(study: StudyArg, output: OutputOpt = Path("studies")) -> None:
     """Trial counts by state (Tune's view) and MLflow runs by status."""
     from raystudy.analysis.results import load_results
     from raystudy.study import StudyError, StudyInfo, study_status
-    from raystudy.tracking import TrackingUnreachable
+    from raystudy.tracking.retry import TrackingUnreachable
 
     study_dir = (output / study).resolve()
     try:
@@ -307,7 +307,7 @@ def analyze(
     from raystudy.analysis.pipeline import AnalysisError, Settings, analyze_study
     from raystudy.analysis.summary import format_summary
     from raystudy.study import StudyError
-    from raystudy.tracking import TrackingUnreachable
+    from raystudy.tracking.retry import TrackingUnreachable
 
     settings = Settings(by=tuple(by or ()), n_boot=bootstrap, seed=seed, min_trials=min_trials)
     try:

@@ -41,13 +41,8 @@ from raystudy.spec import (
     varying,
 )
 from raystudy.tags import STOPPED_TAG, VERSION_TAG
-from raystudy.tracking import (
-    StudyTracker,
-    TrackingRejected,
-    TrackingUnreachable,
-    default_uri,
-    sync_run,
-)
+from raystudy.tracking.retry import TrackingRejected, TrackingUnreachable
+from raystudy.tracking.writer import StudyTracker, default_uri, sync_run
 from raystudy.trial import EVALUATED, TrialContext, run_trial
 
 STUDY_FILE = "study.json"

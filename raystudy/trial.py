@@ -1,7 +1,7 @@
 """One trial end to end: data, split, training, evaluation, artifacts, report.
 
 Knows nothing of Ray: `study.py` hands it a `Reporter` that forwards results and checkpoints to
-Tune. Every metric goes to MLflow through `tracking.py` as soon as it exists, so a trial that
+Tune. Every metric goes to MLflow through `tracking.writer` as soon as it exists, so a trial that
 fails later loses nothing already measured.
 """
 
@@ -40,7 +40,7 @@ from raystudy.tags import (
     STUDY_TAG,
     VERSION_TAG,
 )
-from raystudy.tracking import TrialRun
+from raystudy.tracking.writer import TrialRun
 from raystudy.train import TrainingDiverged, train
 
 #: Reported with the final metrics. ("done" would be Tune's reserved stop key.)

@@ -24,7 +24,7 @@ from raystudy.models import VAE, Objective, build, model_cost
 from raystudy.spec import TrialConfig
 from raystudy.stacked import train_stacked
 from raystudy.tags import STACK_TAG
-from raystudy.tracking import TrialRun
+from raystudy.tracking.writer import TrialRun
 from raystudy.trial import (
     EVALUATED,
     Reporter,

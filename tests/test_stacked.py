@@ -20,7 +20,7 @@ from raystudy.spec import ModelConfig, SpecError, TrainConfig, load_spec
 from raystudy.stacked import train_stacked
 from raystudy.study import StudyError, run_study, stack_labels
 from raystudy.tags import STACK_TAG, TRIAL_ID_TAG, TRIAL_RUNS, column
-from raystudy.tracking import sync_run
+from raystudy.tracking.writer import sync_run
 from raystudy.train import TrainingDiverged, train
 from raystudy.trial import LocalReporter, TrialContext
 from raystudy.trial_stack import run_seed_stack

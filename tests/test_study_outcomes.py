@@ -39,7 +39,7 @@ from raystudy.study import (
     trial_state,
 )
 from raystudy.tags import ROLE_TAG, STOPPED_TAG, TRIAL_ID_TAG, TRIAL_ROLE, equals
-from raystudy.tracking import StudyTracker, default_uri
+from raystudy.tracking.writer import StudyTracker, default_uri
 from raystudy.trial import EVALUATED
 
 FINISHED_RESULT = {"trial_id": "a", "step": 16.0, EVALUATED: 1.0, "done": True}

@@ -7,7 +7,7 @@ from pathlib import Path
 from mlflow import MlflowClient
 
 from raystudy.tags import CLOSED_TAG
-from raystudy.tracking import StudyTracker, TrialRun, default_uri
+from raystudy.tracking.writer import StudyTracker, TrialRun, default_uri
 
 
 def test_runs_left_running_are_killed_at_study_end_and_reopen_clean(tmp_path: Path) -> None:

@@ -181,7 +181,7 @@ def analyze_study(
     the way to analyse a study whose tracking server is gone.
     """
     from raystudy.study import StudyInfo
-    from raystudy.tracking import StudyTracker
+    from raystudy.tracking.writer import StudyTracker
 
     info = StudyInfo.read(study_dir)
     if from_tune:

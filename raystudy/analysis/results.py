@@ -12,7 +12,7 @@ from raystudy.analysis.columns import ERROR, METRIC, RUN_NAME
 from raystudy.analysis.groups import with_supervision
 from raystudy.study import StudyError, StudyInfo
 from raystudy.tags import TRIAL_RUNS
-from raystudy.tracking import check_reachable, reaching
+from raystudy.tracking.retry import check_reachable, reaching
 
 RESULTS_FILE = "results.parquet"
 ANALYSIS_DIR = "analysis"

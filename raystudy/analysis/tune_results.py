@@ -30,7 +30,7 @@ from raystudy.study import (
     tune_states,
 )
 from raystudy.tags import SOURCE_TAG, SPLIT_TAG, STACK_TAG, STUDY_TAG, TRIAL_ID_TAG, column
-from raystudy.tracking import RunRecord
+from raystudy.tracking.reader import RunRecord
 from raystudy.trial import EVALUATED, split_tag
 from raystudy.trial_stack import DIVERGED_KEY, STACK_KEYS, member_keys
 

@@ -191,7 +191,7 @@ def test_trial_writers_at_once_lose_no_point(
     experiment_id = mlflow.MlflowClient(uri).create_experiment(f"writers-{store}")
     # Each writer a process of its own, forked from a server that imported MLflow once.
     forks = multiprocessing.get_context("forkserver")
-    forks.set_forkserver_preload(["raystudy.tracking"])  # (and MLflow)
+    forks.set_forkserver_preload(["raystudy.tracking.writer"])  # (and MLflow)
     barrier = forks.Barrier(writers)
     procs = [
         forks.Process(target=writer, args=(uri, experiment_id, i, steps, barrier, FILE_STORE))

@@ -32,7 +32,7 @@ from raystudy.data.file_arrays import DatasetFileError
 from raystudy.spec import SpecError, load_spec
 from raystudy.study import StudyInfo
 from raystudy.tags import ERROR_TAG, STUDY_TAG
-from raystudy.tracking import StudyTracker, TrialRun, default_uri
+from raystudy.tracking.writer import StudyTracker, TrialRun, default_uri
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = sorted((ROOT / "raystudy").rglob("*.py")) + sorted((ROOT / "bench").glob("*.py"))

@@ -13,18 +13,13 @@ storage the driver logs from when the study ends or resumes (`sync_run`).
 from __future__ import annotations
 
 import contextlib
-import random
-import re
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from mlflow.entities import Metric, Param, Run, RunTag
-from mlflow.exceptions import MlflowException
+from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking import MlflowClient
 
 from raystudy.tags import (
@@ -36,8 +31,18 @@ from raystudy.tags import (
     SYNCED_TAG,
     TRIAL_ID_TAG,
     TRIAL_ROLE,
-    TRIAL_RUNS,
     equals,
+)
+from raystudy.tracking.reader import RunRecord, trial_runs
+from raystudy.tracking.retry import (
+    TrackingRejected,
+    TrackingUnreachable,
+    check_reachable,
+    is_unreachable,
+    reaching,
+    refusing,
+    retry_busy,
+    unreachable_message,
 )
 
 # MLflow caps one log_batch call at 1000 metrics / 100 params.
@@ -51,134 +56,6 @@ def default_uri(study_dir: Path) -> str:
 
 def _chunks(items: list[Any], size: int) -> list[list[Any]]:
     return [items[i : i + size] for i in range(0, len(items), size)]
-
-
-class TrackingUnreachable(RuntimeError):
-    """The tracking store did not answer (after MLflow's own retries); the message names it."""
-
-
-class TrackingRejected(RuntimeError):
-    """The tracking store (or MLflow, for its URI) answered and refused: an unsupported
-    scheme, a deleted experiment of the study's name, an artifact folder it cannot write.
-    The message names the URI and MLflow's reason, without a traceback."""
-
-
-def rejected_message(uri: str, exc: BaseException) -> str:
-    # MLflow's messages run to several sentences and links: the first line says why.
-    text = getattr(exc, "message", None) or str(exc) or type(exc).__name__
-    reason = str(text).strip().splitlines()[0] if str(text).strip() else type(exc).__name__
-    if isinstance(exc, ImportError):  # a database URL whose driver is not installed
-        return f"tracking.uri {uri!r}: MLflow needs a package that is not installed ({reason})"
-    return f"tracking.uri {uri!r}: MLflow refused it ({reason[:300]})"
-
-
-@contextmanager
-def refusing(uri: str) -> Iterator[None]:
-    """Turns MLflow's refusals (and an artifact store it cannot write) into `TrackingRejected`;
-    an unreachable store stays `TrackingUnreachable`, as `reaching` makes it."""
-    from sqlalchemy.exc import SQLAlchemyError
-
-    try:
-        with reaching(uri):
-            yield
-    except TrackingUnreachable:
-        raise
-    # requests' InvalidURL is a ValueError; OSError covers a local artifact folder that cannot
-    # be made; ImportError a database URL whose driver is not installed (psycopg2, pymysql).
-    except (MlflowException, SQLAlchemyError, ValueError, OSError, ImportError) as exc:
-        raise TrackingRejected(rejected_message(uri, exc)) from exc
-
-
-def is_unreachable(exc: BaseException) -> bool:
-    """Whether `exc` means the store could not be reached (refused connection, timeout, only
-    5xx answers), rather than a request it answered and rejected.
-
-    MLflow's REST client retries with exponential backoff (`MLFLOW_HTTP_REQUEST_MAX_RETRIES`,
-    default 7, about 4 minutes) and then raises an MlflowException whose cause or context is
-    the `requests` error; both are walked.
-    """
-    import requests
-
-    kinds = (
-        requests.exceptions.ConnectionError,
-        requests.exceptions.Timeout,
-        requests.exceptions.RetryError,
-    )
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        if isinstance(current, (TrackingUnreachable, *kinds)):
-            return True
-        seen.add(id(current))
-        current = current.__cause__ or current.__context__
-    return False
-
-
-#: How long one write waits out a busy store before it fails the trial.
-BUSY_WAIT_S = 300.0
-
-
-def is_busy(exc: BaseException) -> bool:
-    """A store that said "try again", having written nothing. Both were measured with 32
-    trial loggers at once on 2 loaded cores: MLflow's sqlite store raises TEMPORARILY_
-    UNAVAILABLE when other writers hold the database lock past sqlite's busy timeout (the
-    transaction is rolled back), and `mlflow server` answers BAD_REQUEST when its database
-    connection pool stays exhausted for 30 s (before the request touched the database)."""
-    if not isinstance(exc, MlflowException):
-        return False
-    return exc.error_code == "TEMPORARILY_UNAVAILABLE" or "QueuePool limit" in str(exc)
-
-
-def retry_busy(call: Callable[[], Any], wait_s: float = BUSY_WAIT_S) -> Any:
-    """`call()`, again after a growing, jittered pause (so the writers do not collide again)
-    while the store is busy, for up to `wait_s` seconds."""
-    deadline = time.monotonic() + wait_s
-    pause = 0.25
-    while True:
-        try:
-            return call()
-        except MlflowException as exc:
-            if not is_busy(exc) or time.monotonic() + pause > deadline:
-                raise
-        time.sleep(pause * random.uniform(0.5, 1.5))
-        pause = min(pause * 2, 10.0)
-
-
-def unreachable_message(uri: str, exc: BaseException) -> str:
-    text = str(exc)
-    # requests nests the OS error ("[Errno 111] Connection refused") deep in its message.
-    errno = re.search(r"\[Errno -?\d+\] [^'\"()]+", text)
-    reason = errno.group(0).strip() if errno else (text.splitlines() or [type(exc).__name__])[0]
-    return f"the MLflow tracking store {uri} is unreachable ({reason[:300]})"
-
-
-@contextmanager
-def reaching(uri: str) -> Iterator[None]:
-    """Turns "could not reach the store" errors into `TrackingUnreachable`; others pass."""
-    try:
-        yield
-    except TrackingUnreachable:
-        raise
-    except Exception as exc:
-        if is_unreachable(exc):
-            raise TrackingUnreachable(unreachable_message(uri, exc)) from exc
-        raise
-
-
-def check_reachable(uri: str, timeout_s: float = 10.0) -> None:
-    """Raise `TrackingUnreachable` at once when an http(s) server does not answer at all:
-    MLflow's client would retry for minutes before saying so. Any HTTP answer counts as
-    reachable; other stores (sqlite, file) are checked by using them."""
-    if not uri.startswith(("http://", "https://")):
-        return
-    import requests
-
-    try:
-        requests.get(f"{uri.rstrip('/')}/health", timeout=timeout_s)
-    except requests.exceptions.SSLError:
-        return  # TLS set up for MLflow's client (e.g. MLFLOW_TRACKING_INSECURE_TLS) is its call
-    except (requests.exceptions.ConnectionError, requests.exceptions.Timeout) as exc:
-        raise TrackingUnreachable(unreachable_message(uri, exc)) from exc
 
 
 class StudyTracker:
@@ -290,7 +167,9 @@ class StudyTracker:
         closed = 0
         with reaching(self.uri):
             # Listed in full first: closing a run takes it out of the filter being paged.
-            for run in list(self._trial_runs("attributes.status = 'RUNNING'")):
+            for run in list(
+                trial_runs(self.client, self.experiment_id, "attributes.status = 'RUNNING'")
+            ):
                 self.client.set_tag(run.info.run_id, CLOSED_TAG, "study_end")
                 self.client.set_terminated(run.info.run_id, status="KILLED")
                 closed += 1
@@ -308,7 +187,7 @@ class StudyTracker:
             return 0
         tagged = 0
         with reaching(self.uri):
-            for run in self._trial_runs("attributes.status = 'KILLED'"):
+            for run in trial_runs(self.client, self.experiment_id, "attributes.status = 'KILLED'"):
                 trial_id = run.data.tags.get(TRIAL_ID_TAG, "").split("/", 1)[0]
                 if trial_id in wanted and run.data.tags.get(tag) != value:
                     self.client.set_tag(run.info.run_id, tag, value)
@@ -318,20 +197,13 @@ class StudyTracker:
     def trial_statuses(self) -> dict[str, str]:
         """Run name (= Tune trial name) -> MLflow status of every trial run (all pages)."""
         with reaching(self.uri):
-            return {run.info.run_name: run.info.status for run in self._trial_runs()}
-
-    def _trial_runs(self, condition: str = "") -> Iterator[Run]:
-        """Every trial run of the study matching `condition` (a search filter), page by page."""
-        where = TRIAL_RUNS + (f" and {condition}" if condition else "")
-        token = None
-        while True:
-            page = self.client.search_runs(
-                [self.experiment_id], filter_string=where, max_results=1000, page_token=token
-            )
-            yield from page
-            token = page.token
-            if not token:
-                return
+            return {
+                run.info.run_name: run.info.status
+                for run in trial_runs(
+                    self.client,
+                    self.experiment_id,
+                )
+            }
 
 
 def log_metrics(client: MlflowClient, run_id: str, metrics: Mapping[str, float], step: int) -> None:
@@ -472,21 +344,6 @@ class TrialRun:
 
     def finish(self, status: str) -> None:
         self._write(lambda: self.client.set_terminated(self.run_id, status=status))
-
-
-@dataclass(frozen=True)
-class RunRecord:
-    """What Tune's storage holds of one finished trial: enough to complete its MLflow run."""
-
-    trial_id: str
-    name: str
-    params: Mapping[str, Any]
-    tags: Mapping[str, str]
-    #: (step, train/* means) in order.
-    history: list[tuple[int, dict[str, float]]] = field(default_factory=list)
-    #: The final scores (eval/*, dis/*, down/*, transfer/*), logged at `final_step`.
-    final: dict[str, float] = field(default_factory=dict)
-    final_step: int = 0
 
 
 def sync_run(uri: str, experiment_id: str, parent_run_id: str | None, record: RunRecord) -> bool:
