@@ -4,7 +4,7 @@
 
 Needs a CUDA GPU (it exits with a message saying so anywhere else). For each packing k, a Ray
 Tune study of k trials asking for ``gpu: 1/k`` each (and one CPU), all at once, through
-`raystudy.study.run_study` as a user's study runs: the standard conv beta-VAE on
+`raystudy.study.driver.run_study` as a user's study runs: the standard conv beta-VAE on
 colour-dSprites rendered on the GPU, batch 64, `--steps` steps, a dry evaluation. Per packing:
 
 - steps/s of each trial in its steady state (from its first to its last train/loss report
@@ -103,7 +103,7 @@ def steady_rates(uri: str, experiment_id: str) -> list[float]:
 
 def measure(k: int, steps: int, folder: Path) -> dict[str, Any]:
     from raystudy.spec import load_spec
-    from raystudy.study import run_study
+    from raystudy.study.driver import run_study
 
     spec = load_spec(
         ROOT / "search_spaces/smoke.yaml",

@@ -39,10 +39,10 @@ from raystudy.data import get_dataset
 from raystudy.models import build
 from raystudy.spec import TrialConfig, load_spec
 from raystudy.stacked import train_stacked
-from raystudy.study import trial_labels
 from raystudy.train import train
 from raystudy.trial import LocalReporter, TrialContext, build_split, run_trial
 from raystudy.trial_stack import run_seed_stack
+from raystudy.tune.points import trial_labels
 
 SMOKE = Path(__file__).resolve().parents[1] / "search_spaces" / "smoke.yaml"
 

@@ -104,7 +104,8 @@ def run_times(uri: str, experiment_id: str) -> list[tuple[float, float]]:
 
 def dry(args: argparse.Namespace) -> dict[str, Any]:
     from raystudy.spec import load_spec
-    from raystudy.study import run_study
+    from raystudy.study.driver import run_study
+    from raystudy.tune.state import FINISHED
 
     spec = load_spec(ROOT / "search_spaces/smoke.yaml", ["name=overhead", *DRY, seeds(args.trials)])
     rows: dict[str, Any] = {}
@@ -115,7 +116,7 @@ def dry(args: argparse.Namespace) -> dict[str, Any]:
         rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         rows["tune_study"] = {
             "trials": args.trials,
-            "finished": outcome.states.get("TERMINATED", 0),
+            "finished": outcome.states.get(FINISHED, 0),
             "wall_s": round(wall, 1),
             "s_per_trial": round(wall / args.trials, 3),
             "driver_max_rss_mb": round(rss_mb),
@@ -167,7 +168,7 @@ def calibrate_steps(spec: Any, seconds: float) -> tuple[int, float]:
 
 def timed(args: argparse.Namespace) -> dict[str, Any]:
     from raystudy.spec import load_spec
-    from raystudy.study import connect
+    from raystudy.tune.cluster import connect
 
     base = ["name=overhead", *TIMED, seeds(args.trials)]
     spec = load_spec(ROOT / "search_spaces/smoke.yaml", base)
@@ -225,7 +226,7 @@ TUNE = "Ray Tune, {} at a time"
 def _tune_row(base: list[str], c: int, repeat: int, folder: Path) -> dict[str, Any]:
     """The trials as a Tune study, `c` at a time."""
     from raystudy.spec import load_spec
-    from raystudy.study import run_study
+    from raystudy.study.driver import run_study
 
     spec = load_spec(
         ROOT / "search_spaces/smoke.yaml",

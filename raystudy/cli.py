@@ -32,18 +32,20 @@ AddressOpt = Annotated[
 StudyArg = Annotated[str, typer.Argument(help="Study name (a folder under --output).")]
 
 
-#: How the run summary and `status` name a trial state (others: Tune's name, lower case).
-STATE_NAMES = {"STOPPED": "stopped early"}
+#: How the run summary and `status` name a trial outcome (others: its name, lower case).
+STATE_NAMES = {"STOPPED": "stopped early", "ERROR": "failed"}
 
 
 def _report(outcome: Any, output: Path) -> None:
     """Say what finished, what did not, and what to do next."""
-    from raystudy.study import STOPPED, STOPPED_BY
+    from raystudy.study.driver import STOPPED_BY
     from raystudy.tags import STOPPED_TAG
+    from raystudy.tune.state import ERROR, OUTCOMES, STOPPED, TUNE_DIR
 
     name = outcome.info.name
+    order = [*OUTCOMES, *sorted(set(outcome.states) - set(OUTCOMES))]
     states = ", ".join(
-        f"{v} {STATE_NAMES.get(k, k.lower())}" for k, v in sorted(outcome.states.items())
+        f"{outcome.states[k]} {STATE_NAMES.get(k, k.lower())}" for k in order if k in outcome.states
     )
     typer.echo(f"Study {name!r} ended in {outcome.wall_s:.0f} s: {states}.")
     if outcome.states.get(STOPPED):
@@ -59,7 +61,7 @@ def _report(outcome: Any, output: Path) -> None:
     if outcome.tracking_error:
         typer.secho(
             f"MLflow is incomplete: {outcome.tracking_error}. Finished trials it lacks are in "
-            f"Tune's storage ({outcome.info.study_dir / 'tune'}): `raystudy analyze {name} "
+            f"Tune's storage ({outcome.info.study_dir / TUNE_DIR}): `raystudy analyze {name} "
             f"--output {output} --from-tune` analyses them now, and `raystudy resume {name} "
             f"--output {output}` logs them to MLflow once the store is back.",
             fg=typer.colors.RED,
@@ -67,10 +69,11 @@ def _report(outcome: Any, output: Path) -> None:
         )
     if not outcome.ok:
         done = outcome.done  # finished, or stopped by the scheduler: nothing to resume
+        total = outcome.info.num_tune_trials
         typer.secho(
-            f"{outcome.info.num_trials - done} of {outcome.info.num_trials} trials did not "
+            f"{total - done} of {total} trials did not "
             f"finish. Continue with: raystudy resume {name} --output {output}"
-            + (" --restart-errored" if outcome.states.get("ERROR") else ""),
+            + (" --restart-errored" if outcome.states.get(ERROR) else ""),
             fg=typer.colors.YELLOW,
         )
         raise typer.Exit(1)
@@ -87,7 +90,8 @@ def _run(
     methods: tuple[str, ...],
 ) -> None:
     from raystudy.spec import SpecError, load_spec
-    from raystudy.study import StudyError, run_study
+    from raystudy.study.driver import run_study
+    from raystudy.study.folder import StudyError
 
     try:
         study_spec = load_spec(spec, overrides)
@@ -193,7 +197,8 @@ def resume(
     ] = False,
 ) -> None:
     """Finish an interrupted study: unfinished trials continue from their checkpoints."""
-    from raystudy.study import StudyError, resume_study
+    from raystudy.study.driver import resume_study
+    from raystudy.study.folder import StudyError
 
     try:
         outcome = resume_study(
@@ -208,8 +213,10 @@ def resume(
 def status(study: StudyArg, output: OutputOpt = Path("studies")) -> None:
     """Trial counts by state (Tune's view) and MLflow runs by status."""
     from raystudy.analysis.results import load_results
-    from raystudy.study import StudyError, StudyInfo, study_status
+    from raystudy.study.folder import StudyError, StudyInfo
+    from raystudy.study.status import study_status
     from raystudy.tracking.retry import TrackingUnreachable
+    from raystudy.tune.state import OUTCOMES
 
     study_dir = (output / study).resolve()
     try:
@@ -217,18 +224,10 @@ def status(study: StudyArg, output: OutputOpt = Path("studies")) -> None:
         counts = study_status(study_dir)
     except StudyError as exc:
         _fail(str(exc))
-    typer.echo(f"Study {study!r} ({info.num_trials} trials) in {study_dir}")
-    names = {
-        "TERMINATED": "done",
-        "STOPPED": STATE_NAMES["STOPPED"],
-        "UNFINISHED": "unfinished",
-        "RUNNING": "running",
-        "ERROR": "failed",
-        "PENDING": "pending",
-    }
-    for state in ("TERMINATED", "STOPPED", "UNFINISHED", "RUNNING", "ERROR", "PENDING", "PAUSED"):
+    typer.echo(f"Study {study!r} ({info.num_tune_trials} trials) in {study_dir}")
+    for state in OUTCOMES:
         if counts.get(state):
-            typer.echo(f"  {names.get(state, state.lower()):13s} {counts[state]}")
+            typer.echo(f"  {STATE_NAMES.get(state, state.lower()):13s} {counts[state]}")
     try:
         runs = load_results(study_dir)
     except TrackingUnreachable as exc:  # Tune's counts above are still worth having
@@ -251,7 +250,7 @@ def ui(
     import subprocess
     import sys
 
-    from raystudy.study import StudyError, StudyInfo
+    from raystudy.study.folder import StudyError, StudyInfo
 
     try:
         info = StudyInfo.read((output / study).resolve())
@@ -306,7 +305,7 @@ def analyze(
     study, written to <output>/<study>/analysis/ and logged to its parent MLflow run."""
     from raystudy.analysis.pipeline import AnalysisError, Settings, analyze_study
     from raystudy.analysis.summary import format_summary
-    from raystudy.study import StudyError
+    from raystudy.study.folder import StudyError
     from raystudy.tracking.retry import TrackingUnreachable
 
     settings = Settings(by=tuple(by or ()), n_boot=bootstrap, seed=seed, min_trials=min_trials)

@@ -1,8 +1,8 @@
 """One trial end to end: data, split, training, evaluation, artifacts, report.
 
-Knows nothing of Ray: `study.py` hands it a `Reporter` that forwards results and checkpoints to
-Tune. Every metric goes to MLflow through `tracking.writer` as soon as it exists, so a trial that
-fails later loses nothing already measured.
+Knows nothing of Ray: `raystudy.tune.adapter` hands it a `Reporter` that forwards results and
+checkpoints to Tune. Every metric goes to MLflow through `tracking.writer` as soon as it exists,
+so a trial that fails later loses nothing already measured.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ new ones, and models already evaluated are not evaluated again.
 
 Tune gets, per report, the mean over the models (what a scheduler or a search reads) and each
 model's own values under ``stack/<s>/`` (`STACK_KEYS`), so that a study can be read back or
-synced from Tune's storage alone, model by model (`raystudy.analysis.tune_results`).
+synced from Tune's storage alone, model by model (`raystudy.study.records`).
 """
 
 from __future__ import annotations

@@ -18,8 +18,11 @@ from tiny import LIGHT, SMOKE, tiny
 
 from raystudy.search import define_by_run
 from raystudy.spec import load_spec
-from raystudy.study import StudyInfo, resume_study, study_status
+from raystudy.study.driver import resume_study
+from raystudy.study.folder import StudyInfo
+from raystudy.study.status import study_status
 from raystudy.tags import STOPPED_TAG, TRIAL_ID_TAG
+from raystudy.tune.state import FINISHED
 
 NUM_SAMPLES = 4
 SPACE = {"model": {"beta": {"uniform": [1, 8]}}}
@@ -89,7 +92,7 @@ def test_interrupted_optuna_study_resumes_with_its_sampler_and_storage(
 
     outcome = resume_study(study_dir)
     assert outcome.ok, outcome.states
-    assert study_status(study_dir) == {"TERMINATED": NUM_SAMPLES}
+    assert study_status(study_dir) == {FINISHED: NUM_SAMPLES}
 
     # MLflow: one finished run per trial across the interruption; finished ones not rerun.
     runs = trial_runs(info)

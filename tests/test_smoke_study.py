@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from raystudy.cli import app
-from raystudy.study import StudyInfo
+from raystudy.study.folder import StudyInfo
 from raystudy.tags import TRIAL_RUNS
 
 ROOT = Path(__file__).resolve().parents[1]

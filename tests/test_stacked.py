@@ -13,17 +13,21 @@ from reporters import StopAfter
 from tiny import LIGHT, SMOKE, tiny
 
 from raystudy.analysis.columns import RUN_NAME
-from raystudy.analysis.tune_results import TuneTrial, load_tune_results, models_of, run_records
+from raystudy.analysis.tune_results import load_tune_results
 from raystudy.data import get_dataset, get_split
 from raystudy.models import VAE, build
 from raystudy.spec import ModelConfig, SpecError, TrainConfig, load_spec
 from raystudy.stacked import train_stacked
-from raystudy.study import StudyError, run_study, stack_labels
+from raystudy.study.driver import run_study
+from raystudy.study.folder import StudyError
+from raystudy.study.records import models_of, run_records
 from raystudy.tags import STACK_TAG, TRIAL_ID_TAG, TRIAL_RUNS, column
 from raystudy.tracking.writer import sync_run
 from raystudy.train import TrainingDiverged, train
 from raystudy.trial import LocalReporter, TrialContext
 from raystudy.trial_stack import run_seed_stack
+from raystudy.tune.points import stack_labels
+from raystudy.tune.state import TuneTrial
 
 CPU = torch.device("cpu")
 SEEDS = [3, 11]
@@ -328,7 +332,7 @@ def test_a_stacked_study_logs_one_finished_run_per_seed(ray_local, tmp_path):
         ),
     )
     outcome = run_study(spec, output=tmp_path, verbose=0)
-    assert outcome.ok and outcome.info.num_trials == 2 and outcome.info.models == 4
+    assert outcome.ok and outcome.info.num_tune_trials == 2 and outcome.info.models == 4
     client = mlflow.MlflowClient(outcome.info.tracking_uri)
     runs = client.search_runs([outcome.info.experiment_id], TRIAL_RUNS, max_results=100)
     assert len(runs) == 4 and {r.info.status for r in runs} == {"FINISHED"}
@@ -423,7 +427,7 @@ def test_a_stack_over_beta_is_read_and_synced_from_tune_model_by_model(ray_local
         ),
     )
     outcome = run_study(spec, output=tmp_path, verbose=0)
-    assert outcome.ok and outcome.info.num_trials == 2 and outcome.info.models == 4
+    assert outcome.ok and outcome.info.num_tune_trials == 2 and outcome.info.models == 4
     client = mlflow.MlflowClient(outcome.info.tracking_uri)
     runs = client.search_runs([outcome.info.experiment_id], TRIAL_RUNS)
     assert len(runs) == 4 and {r.info.status for r in runs} == {"FINISHED"}

@@ -14,7 +14,8 @@ from raystudy.analysis.correlations import spearman_table
 from raystudy.analysis.results import load_results
 from raystudy.cli import app
 from raystudy.spec import load_spec
-from raystudy.study import StudyError, StudyInfo, run_study
+from raystudy.study.driver import run_study
+from raystudy.study.folder import StudyError, StudyInfo
 from raystudy.tags import PARENT_TAG, STUDY_TAG, TRIAL_ID_TAG, TRIAL_RUNS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -111,7 +112,7 @@ def test_spearman_table_is_rank_correlation_with_blanks_for_too_few_trials() -> 
 
 
 def test_trial_resources_fit_the_cluster(ray_local, capsys: pytest.CaptureFixture[str]) -> None:
-    from raystudy.study import trial_resources
+    from raystudy.study.driver import trial_resources
 
     base = load_spec(ROOT / "search_spaces" / "smoke.yaml")  # asks gpu 0.25; this cluster has none
     assert trial_resources(base) == {"cpu": 1.0, "gpu": 0.0}

@@ -10,7 +10,7 @@ from conftest import fresh_ray
 from tiny import LIGHT, SMOKE, tiny
 
 from raystudy.spec import load_spec
-from raystudy.study import run_study
+from raystudy.study.driver import run_study
 from raystudy.tags import TRIAL_RUNS
 
 
@@ -67,7 +67,7 @@ def test_four_quarter_gpu_trials_share_the_logical_gpu(cluster, tmp_path: Path) 
 
 
 def test_a_request_no_node_can_satisfy_fails_at_once(cluster, tmp_path: Path) -> None:
-    from raystudy.study import StudyError
+    from raystudy.study.folder import StudyError
 
     spec = load_spec(SMOKE, tiny("toobig", "resources={cpu: 3, gpu: 1}"))
     with pytest.raises(StudyError, match=r"no node .* has that \(nodes: .*2 CPU/1 GPU"):

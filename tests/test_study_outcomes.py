@@ -25,22 +25,14 @@ from tiny import LIGHT, SMOKE, tiny
 
 from raystudy.cli import _report
 from raystudy.spec import load_spec
-from raystudy.study import (
-    TUNE_DIR,
-    StudyError,
-    StudyInfo,
-    StudyOutcome,
-    _finish,
-    _searcher,
-    _states,
-    _time_budget,
-    check_optuna_study,
-    study_status,
-    trial_state,
-)
+from raystudy.study.driver import StudyOutcome, _finish, check_optuna_study
+from raystudy.study.folder import StudyError, StudyInfo
+from raystudy.study.status import study_status
 from raystudy.tags import ROLE_TAG, STOPPED_TAG, TRIAL_ID_TAG, TRIAL_ROLE, equals
 from raystudy.tracking.writer import StudyTracker, default_uri
 from raystudy.trial import EVALUATED
+from raystudy.tune.adapter import make_searcher, time_budget
+from raystudy.tune.state import FINISHED, TUNE_DIR, fit_outcomes, trial_outcome
 
 FINISHED_RESULT = {"trial_id": "a", "step": 16.0, EVALUATED: 1.0, "done": True}
 ASHA_RESULT = {"trial_id": "b", "step": 4.0, "train/loss": 9.0, "done": True}
@@ -48,12 +40,12 @@ CUT_RESULT = {"trial_id": "c", "step": 8.0, "train/loss": 9.0, "done": False}
 
 
 def test_trial_state_tells_the_scheduler_from_an_interruption() -> None:
-    assert trial_state(FINISHED_RESULT, error=False) == "TERMINATED"
-    assert trial_state(ASHA_RESULT, error=False) == "STOPPED"
-    assert trial_state(CUT_RESULT, error=False) == "UNFINISHED"
-    assert trial_state({}, error=False) == "UNFINISHED"  # never started
-    assert trial_state(ASHA_RESULT, error=True) == "ERROR"
-    assert trial_state(FINISHED_RESULT, error=True) == "ERROR"
+    assert trial_outcome(FINISHED_RESULT, failed=False) == FINISHED
+    assert trial_outcome(ASHA_RESULT, failed=False) == "STOPPED"
+    assert trial_outcome(CUT_RESULT, failed=False) == "UNFINISHED"
+    assert trial_outcome({}, failed=False) == "UNFINISHED"  # never started
+    assert trial_outcome(ASHA_RESULT, failed=True) == "ERROR"
+    assert trial_outcome(FINISHED_RESULT, failed=True) == "ERROR"
 
 
 def results(*rows: tuple[dict, bool]) -> list[SimpleNamespace]:
@@ -64,10 +56,10 @@ def test_states_count_stopped_trials_apart_and_name_them() -> None:
     grid = results(
         (FINISHED_RESULT, False), (ASHA_RESULT, False), ({**ASHA_RESULT, "trial_id": "d"}, False)
     )
-    states, stopped = _states(grid)
-    assert states == {"TERMINATED": 1, "STOPPED": 2}
+    states, stopped = fit_outcomes(grid)
+    assert states == {FINISHED: 1, "STOPPED": 2}
     assert stopped == ["b", "d"]
-    states, stopped = _states(results((CUT_RESULT, False), (ASHA_RESULT, True), ({}, False)))
+    states, stopped = fit_outcomes(results((CUT_RESULT, False), (ASHA_RESULT, True), ({}, False)))
     assert states == {"UNFINISHED": 2, "ERROR": 1} and stopped == []
 
 
@@ -82,15 +74,15 @@ def outcome(states: dict[str, int], num_trials: int, tmp_path: Path) -> StudyOut
 def test_a_study_of_finished_and_stopped_trials_is_ok_and_offers_no_resume(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    done = outcome({"TERMINATED": 2, "STOPPED": 2}, 4, tmp_path)
+    done = outcome({FINISHED: 2, "STOPPED": 2}, 4, tmp_path)
     assert done.ok and done.done == 4
     _report(done, tmp_path)  # no typer.Exit: the command exits 0
     said = " ".join(capsys.readouterr().out.split())
-    assert "2 stopped early, 2 terminated" in said, said
+    assert "2 finished, 2 stopped early" in said, said
     assert "2 trials were stopped early by the scheduler (ASHA)" in said, said
     assert STOPPED_TAG in said and "did not finish" not in said and "raystudy resume" not in said
 
-    cut = outcome({"TERMINATED": 1, "STOPPED": 1, "UNFINISHED": 1, "ERROR": 1}, 4, tmp_path)
+    cut = outcome({FINISHED: 1, "STOPPED": 1, "UNFINISHED": 1, "ERROR": 1}, 4, tmp_path)
     assert not cut.ok
     with pytest.raises(typer.Exit) as exited:
         _report(cut, tmp_path)
@@ -125,7 +117,7 @@ def test_status_counts_stopped_trials_apart_from_done_and_unfinished(tmp_path: P
         ],
     )
     assert study_status(tmp_path) == {
-        "TERMINATED": 1,
+        FINISHED: 1,
         "STOPPED": 1,
         "RUNNING": 1,
         "UNFINISHED": 1,
@@ -154,7 +146,7 @@ def test_the_study_end_tags_stopped_runs_and_finishes_the_parent(tmp_path: Path)
     stacked = [trial_run("e/seed=0", "KILLED"), trial_run("e/seed=1", "FAILED")]  # 1 diverged
     cut = trial_run("c", "KILLED")
     info = StudyInfo("s", tmp_path, uri, tracker.experiment_id, tracker.parent_run_id, 4)
-    states = {"TERMINATED": 1, "STOPPED": 3}
+    states = {FINISHED: 1, "STOPPED": 3}
     end = _finish(tracker, info, states, 0.0, ["b", "d", "e"])
     assert end.ok and end.tracking_error is None
 
@@ -211,11 +203,11 @@ def test_overwrite_starts_the_optuna_study_in_search_storage_afresh(tmp_path: Pa
 
     study_dir = tmp_path / "studies" / "ext"
     study_dir.mkdir(parents=True)
-    searcher, _, _ = _searcher(spec, study_dir, overwrite=True)
+    searcher, _, _ = make_searcher(spec, study_dir, overwrite=True)
     assert searcher is not None
     assert optuna.load_study(study_name="ext", storage=storage).trials == []
     assert len(optuna.load_study(study_name="other", storage=storage).trials) == 1
-    _searcher(spec, study_dir, overwrite=True)  # an empty study is deleted as well
+    make_searcher(spec, study_dir, overwrite=True)  # an empty study is deleted as well
     assert optuna.load_study(study_name="ext", storage=storage).trials == []
 
 
@@ -227,16 +219,16 @@ def test_the_time_budget_ends_the_run_as_ctrl_c_does(monkeypatch: pytest.MonkeyP
     previous = signal.signal(signal.SIGUSR1, lambda *_: ended.set())
     try:
         started = time.monotonic()
-        with _time_budget(0.3):
+        with time_budget(0.3):
             # Like Tune's loop: handlers run on the main thread between its steps.
             while not ended.is_set() and time.monotonic() - started < 10:
                 time.sleep(0.05)
             assert ended.is_set(), "the budget sent no signal"
         assert 0.3 <= time.monotonic() - started < 5
         ended.clear()
-        with _time_budget(30):  # the run ends first: nothing is sent afterwards
+        with time_budget(30):  # the run ends first: nothing is sent afterwards
             pass
-        with _time_budget(None):
+        with time_budget(None):
             pass
         time.sleep(0.2)
         assert not ended.is_set()

@@ -12,8 +12,10 @@ from pathlib import Path
 import mlflow
 from tiny import LIGHT, SMOKE, tiny
 
-from raystudy.study import StudyInfo, study_status
+from raystudy.study.folder import StudyInfo
+from raystudy.study.status import study_status
 from raystudy.tags import TRIAL_RUNS
+from raystudy.tune.state import FINISHED
 
 
 def cli(*args: str) -> list[str]:
@@ -69,7 +71,7 @@ def test_interrupted_study_resumes_without_retraining_or_duplicates(tmp_path: Pa
     counts = study_status(study_dir)
     # A trial can be cut off after closing its MLflow run but before Tune got its result:
     # Tune then still counts it as running, and resume must not run it again.
-    assert counts.get("TERMINATED", 0) <= len(before) <= counts.get("TERMINATED", 0) + 1
+    assert counts.get(FINISHED, 0) <= len(before) <= counts.get(FINISHED, 0) + 1
     assert sum(counts.values()) == 4
 
     resumed = subprocess.run(
@@ -90,6 +92,6 @@ def test_interrupted_study_resumes_without_retraining_or_duplicates(tmp_path: Pa
         assert "dis/mig" in run.data.metrics
         if run.info.run_id in before:  # finished before the interrupt: not trained again
             assert run.info.end_time == before[run.info.run_id].info.end_time
-    assert study_status(study_dir) == {"TERMINATED": 4}
+    assert study_status(study_dir) == {FINISHED: 4}
     parent = client.get_run(info.parent_run_id)
     assert parent.info.status == "FINISHED"

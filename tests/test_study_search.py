@@ -11,7 +11,8 @@ from tiny import LIGHT, SMOKE, tiny
 
 from raystudy.search import random_points
 from raystudy.spec import SpecError, load_spec
-from raystudy.study import StudyInfo, run_study
+from raystudy.study.driver import run_study
+from raystudy.study.folder import StudyInfo
 from raystudy.tags import TRIAL_RUNS
 
 CONDITIONAL = (
@@ -101,7 +102,7 @@ def test_optuna_study_persists_trials_with_the_trials_metric(ray_local, tmp_path
         ),
     )
     outcome = run_study(spec, output=tmp_path, verbose=0)
-    assert outcome.info.num_trials == 3
+    assert outcome.info.num_tune_trials == 3
     runs = trial_runs(outcome.info)
     assert len(runs) == 3
     study = optuna.load_study(

@@ -10,7 +10,7 @@ from mlflow_server import MlflowServer
 from tiny import LIGHT, SMOKE, tiny
 
 from raystudy.spec import load_spec
-from raystudy.study import run_study
+from raystudy.study.driver import run_study
 from raystudy.tags import TRIAL_RUNS
 
 

@@ -180,7 +180,7 @@ def analyze_study(
     `from_tune` reads the results from Tune's storage instead of MLflow (and logs nothing):
     the way to analyse a study whose tracking server is gone.
     """
-    from raystudy.study import StudyInfo
+    from raystudy.study.folder import StudyInfo
     from raystudy.tracking.writer import StudyTracker
 
     info = StudyInfo.read(study_dir)

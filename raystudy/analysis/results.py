@@ -4,15 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import mlflow
 import numpy as np
 import pandas as pd
 
 from raystudy.analysis.columns import ERROR, METRIC, RUN_NAME
 from raystudy.analysis.groups import with_supervision
-from raystudy.study import StudyError, StudyInfo
-from raystudy.tags import TRIAL_RUNS
-from raystudy.tracking.retry import check_reachable, reaching
+from raystudy.study.folder import StudyError, StudyInfo
+from raystudy.tracking.reader import trial_runs_table
 
 RESULTS_FILE = "results.parquet"
 ANALYSIS_DIR = "analysis"
@@ -32,14 +30,7 @@ def load_results(study_dir: Path) -> pd.DataFrame:
             f"the MLflow store of study {info.name!r} is missing: {store} (study.json records "
             "absolute paths: was the study folder moved or copied?)"
         )
-    check_reachable(info.tracking_uri)  # in seconds, not after MLflow's minutes of retries
-    mlflow.set_tracking_uri(info.tracking_uri)
-    with reaching(info.tracking_uri):  # a lost server: TrackingUnreachable, said plainly
-        frame = mlflow.search_runs(
-            experiment_ids=[info.experiment_id],
-            filter_string=TRIAL_RUNS,
-            output_format="pandas",
-        )
+    frame = trial_runs_table(info.tracking_uri, info.experiment_id)
     if frame.empty:
         return frame
     frame = frame.sort_values(RUN_NAME, kind="stable").reset_index(drop=True)
@@ -106,11 +97,3 @@ def nonfinite(frame: pd.DataFrame) -> pd.DataFrame:
             trials = [] if names is None else [str(n) for n in names[bad]]
             rows.append((column.removeprefix(METRIC), int(bad.sum()), ", ".join(trials)))
     return pd.DataFrame(rows, columns=["score", "runs", "trials"])
-
-
-def write_results(frame: pd.DataFrame, study_dir: Path) -> Path:
-    out = study_dir / ANALYSIS_DIR
-    out.mkdir(exist_ok=True)
-    path = out / RESULTS_FILE
-    frame.to_parquet(path, index=False)
-    return path

@@ -1,6 +1,7 @@
 """Reading a study's trial runs back from MLflow, and the record Tune keeps of a trial's run.
 
-`trial_runs` pages through every trial run of a study (MLflow answers 1000 at a time).
+`trial_runs` pages through every trial run of a study (MLflow answers 1000 at a time), and
+`trial_runs_table` reads them all as one table, the results table analysis starts from.
 `RunRecord` is what Tune's storage holds of one finished trial: what `writer.sync_run` needs to
 complete its MLflow run when the store was unreachable while the trial ran.
 """
@@ -11,10 +12,13 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import mlflow
+import pandas as pd
 from mlflow.entities import Run
 from mlflow.tracking import MlflowClient
 
 from raystudy.tags import TRIAL_RUNS
+from raystudy.tracking.retry import check_reachable, reaching
 
 
 def trial_runs(client: MlflowClient, experiment_id: str, condition: str = "") -> Iterator[Run]:
@@ -29,6 +33,18 @@ def trial_runs(client: MlflowClient, experiment_id: str, condition: str = "") ->
         token = page.token
         if not token:
             return
+
+
+def trial_runs_table(uri: str, experiment_id: str) -> pd.DataFrame:
+    """Every trial run of a study as one table (MLflow's `search_runs` frame: `run_id`,
+    `status`, `params.*`, `metrics.*` with each metric's latest value, `tags.*`). A server
+    that does not answer is `TrackingUnreachable` in seconds, not after MLflow's retries."""
+    check_reachable(uri)
+    mlflow.set_tracking_uri(uri)
+    with reaching(uri):
+        return mlflow.search_runs(
+            experiment_ids=[experiment_id], filter_string=TRIAL_RUNS, output_format="pandas"
+        )
 
 
 @dataclass(frozen=True)

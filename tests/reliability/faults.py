@@ -125,7 +125,7 @@ def trial_runs(uri: str, experiment_id: str) -> list:
 
 def finished_runs(study_dir: Path) -> list:
     """The study's trial runs that MLflow has as FINISHED (none before the study exists)."""
-    from raystudy.study import StudyInfo
+    from raystudy.study.folder import StudyInfo
 
     if not (study_dir / "study.json").is_file():
         return []

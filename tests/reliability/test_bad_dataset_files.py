@@ -20,7 +20,7 @@ from raystudy.data import Split, get_dataset
 from raystudy.data.file_arrays import DatasetFileError
 from raystudy.data.registry import DatasetOptionError
 from raystudy.spec import SpecError, load_spec
-from raystudy.study import StudyError, StudyInfo, load_study_spec
+from raystudy.study.folder import StudyError, StudyInfo, load_study_spec
 
 DSPRITES_SIZES = (1, 3, 6, 40, 32, 32)
 MPI_SIZES = (2, 1, 2, 1, 1, 2, 3)  # a 24-image row-major grid of the seven MPI3D factors

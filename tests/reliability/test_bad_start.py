@@ -18,7 +18,7 @@ from tiny import LIGHT, SMOKE, tiny
 from typer.testing import CliRunner
 
 from raystudy.cli import app
-from raystudy.study import StudyInfo, check_study_dir
+from raystudy.study.folder import StudyInfo, check_study_dir
 from raystudy.tracking.writer import StudyTracker, default_uri
 
 #: One trial, scored by MIG alone, no probes: a study that runs in seconds.
@@ -150,6 +150,7 @@ def test_plan_refuses_numbers_it_cannot_use(flag: str, value: str, words: list[s
 # --- study.json that is corrupt, foreign, or from another raystudy ---------------------------
 
 
+#: As a raystudy before `num_tune_trials` wrote it (`num_trials`): still read.
 GOOD = {
     "name": "s",
     "study_dir": "",
@@ -185,7 +186,7 @@ def test_a_broken_study_json_is_a_message_naming_the_file(
 def test_study_json_is_never_seen_half_written(tmp_path: Path) -> None:
     # `status` and the fault tests read study.json while a study writes it; a plain
     # write_text truncates first, so a reader could find an empty file and call it corrupt.
-    info = StudyInfo(**{**GOOD, "study_dir": tmp_path, "parent_run_id": "r" * 2_000_000})
+    info = StudyInfo("s", tmp_path, GOOD["tracking_uri"], GOOD["experiment_id"], "r" * 2_000_000, 1)
     info.write()
     done = threading.Event()
 

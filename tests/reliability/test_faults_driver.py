@@ -13,8 +13,10 @@ import mlflow
 from faults import cli, finished_runs, kill_session, session, trial_runs, wait_for
 from tiny import LIGHT, SMOKE, tiny
 
-from raystudy.study import StudyInfo, study_status
+from raystudy.study.folder import StudyInfo
+from raystudy.study.status import study_status
 from raystudy.tags import ROLE_TAG, STUDY_ROLE, equals
+from raystudy.tune.state import FINISHED
 
 STEPS = 16
 SEEDS = [0, 1, 2]
@@ -70,7 +72,7 @@ def test_killed_driver_resumes_to_one_finished_run_per_grid_point(tmp_path: Path
     finally:
         kill_session(resumed.pid)
     assert resumed.returncode == 0, output
-    assert f"{len(SEEDS)} terminated" in output
+    assert f"{len(SEEDS)} finished" in output
 
     client = mlflow.MlflowClient(info.tracking_uri)
     runs = trial_runs(info.tracking_uri, info.experiment_id)
@@ -85,6 +87,6 @@ def test_killed_driver_resumes_to_one_finished_run_per_grid_point(tmp_path: Path
         if run.info.run_name in before:  # finished before the kill: not trained again
             assert run.info.end_time == before[run.info.run_name].info.end_time
             assert len(client.get_metric_history(run.info.run_id, "dis/mig")) == 1
-    assert study_status(study_dir) == {"TERMINATED": len(SEEDS)}
+    assert study_status(study_dir) == {FINISHED: len(SEEDS)}
     parents = client.search_runs([info.experiment_id], equals(ROLE_TAG, STUDY_ROLE))
     assert [p.info.status for p in parents] == ["FINISHED"]

@@ -23,11 +23,11 @@ from tiny import LIGHT, SMOKE, tiny
 from typer.testing import CliRunner
 
 from raystudy.analysis.columns import RUN_NAME
-from raystudy.analysis.tune_results import read_tune_trials
 from raystudy.cli import app
 from raystudy.spec import load_spec
-from raystudy.study import TUNE_DIR, resume_study, run_study
+from raystudy.study.driver import resume_study, run_study
 from raystudy.tags import SYNCED_TAG
+from raystudy.tune.state import TUNE_DIR, read_tune_trials
 
 # MLflow 3 refuses its file store unless asked ("maintenance mode"); the tests ask.
 FILE_STORE = {"MLFLOW_ALLOW_FILE_STORE": "true"}
@@ -105,7 +105,7 @@ def test_server_lost_mid_study_then_restarted_loses_no_finished_trial(
     assert seen and not server.healthy()
     # The study finished anyway, and says what is missing where, and what to do.
     assert ran.exit_code == 1, ran.output
-    assert "2 terminated" in ran.output
+    assert "2 finished" in ran.output
     said = " ".join(ran.output.split())
     assert f"the MLflow tracking store {server.url} is unreachable" in said
     assert f"raystudy analyze {name} --output {tmp_path} --from-tune" in said

@@ -23,8 +23,9 @@ from raystudy.analysis.columns import ERROR, RUN_NAME
 from raystudy.analysis.tune_results import load_tune_results
 from raystudy.cli import app
 from raystudy.spec import load_spec
-from raystudy.study import TUNE_DIR, run_study
+from raystudy.study.driver import run_study
 from raystudy.tags import DIVERGED_TAG, ERROR_TAG
+from raystudy.tune.state import FINISHED, TUNE_DIR
 
 
 @pytest.fixture(scope="module")
@@ -125,7 +126,7 @@ def test_a_diverging_cell_fails_with_its_step_and_the_rest_of_the_study_complete
         ),
     )
     outcome = run_study(spec, output=tmp_path, verbose=0)
-    assert outcome.states == {"TERMINATED": 3, "ERROR": 1}, outcome.states
+    assert outcome.states == {FINISHED: 3, "ERROR": 1}, outcome.states
 
     runs = {
         r.info.run_name: r

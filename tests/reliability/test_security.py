@@ -30,7 +30,7 @@ from raystudy.cli import app
 from raystudy.data import get_dataset
 from raystudy.data.file_arrays import DatasetFileError
 from raystudy.spec import SpecError, load_spec
-from raystudy.study import StudyInfo
+from raystudy.study.folder import StudyInfo
 from raystudy.tags import ERROR_TAG, STUDY_TAG
 from raystudy.tracking.writer import StudyTracker, TrialRun, default_uri
 
@@ -184,7 +184,7 @@ def test_the_local_ray_of_a_study_serves_no_http_and_needs_a_token() -> None:
     script = textwrap.dedent(
         """
         import os, json
-        from raystudy.study import connect
+        from raystudy.tune.cluster import connect
         connect(None)
         print(json.dumps({"pid": os.getpid(), "auth": os.environ.get("RAY_AUTH_MODE")}))
         import sys; sys.stdout.flush(); sys.stdin.read()  # keep Ray up until told

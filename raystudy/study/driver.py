@@ -1,0 +1,329 @@
+"""Running a study under Ray Tune, and resuming one: its lifecycle from the driver's side.
+
+`run_study` asks first what can refuse the study, in order of cost (the output folder, the
+Optuna and tracking stores, Ray, the trial's resources), then makes the study folder, the MLflow
+parent run and the Tuner (`raystudy.tune.adapter`), runs it, and completes the MLflow record:
+missing runs synced from Tune's storage, runs left open closed, runs of trials the scheduler
+stopped tagged. `resume_study` continues an interrupted study from Tune's saved state.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+import raystudy
+from raystudy.resources import ResourceError, cluster_request
+from raystudy.spec import ALLOWED_TRACKING_URIS, StudySpec
+from raystudy.study.folder import (
+    SPEC_FILE,
+    STUDY_FILE,
+    StudyError,
+    StudyInfo,
+    check_study_dir,
+    load_study_spec,
+    make_study_dir,
+    remove_new,
+)
+from raystudy.study.records import run_records
+from raystudy.tags import STOPPED_TAG, VERSION_TAG
+from raystudy.tracking.retry import TrackingRejected, TrackingUnreachable
+from raystudy.tracking.writer import StudyTracker, default_uri, sync_run
+from raystudy.tune.adapter import make_trainable, new_tuner, optuna_study_exists, time_budget
+from raystudy.tune.cluster import TuneSetupError, connect
+from raystudy.tune.state import FINISHED, STOPPED, TUNE_DIR, fit_outcomes
+
+#: The value of `STOPPED_TAG` on the MLflow runs of trials the scheduler stopped: ASHA is the
+#: only scheduler a spec can name (a trial that returns has always reported its scores).
+STOPPED_BY = "asha"
+
+T = TypeVar("T")
+
+
+def _as_study_error(call: Callable[..., T], *args: Any) -> T:
+    """`call(*args)`, with Ray or Tune refusing the study's set-up said as a StudyError."""
+    try:
+        return call(*args)
+    except TuneSetupError as exc:
+        raise StudyError(str(exc)) from None
+
+
+@dataclass(frozen=True)
+class StudyOutcome:
+    info: StudyInfo
+    states: dict[str, int]
+    wall_s: float
+    #: Set when the tracking store could not be reached at the end: finished trials whose
+    #: runs it lacks are then only in Tune's storage (`raystudy resume` logs them).
+    tracking_error: str | None = None
+    #: Finished trials whose MLflow runs were completed from Tune's storage at the end.
+    synced: int = 0
+
+    @property
+    def ok(self) -> bool:
+        """Every trial is done: finished, or stopped on purpose by the scheduler."""
+        return self.done == self.info.num_tune_trials
+
+    @property
+    def done(self) -> int:
+        return self.states.get(FINISHED, 0) + self.states.get(STOPPED, 0)
+
+
+def _code_version() -> str:
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=Path(__file__).parent,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        ).stdout.strip()
+    except OSError:
+        commit = ""
+    return f"{raystudy.__version__}+{commit}" if commit else raystudy.__version__
+
+
+def trial_resources(spec: StudySpec) -> dict[str, float]:
+    """What each trial asks for, fitted to the cluster we are connected to and the node types
+    its autoscaler can launch (`raystudy.resources`); StudyError when nothing can hold it."""
+    want = spec.resources
+    try:
+        return cluster_request(want.cpu, want.gpu, want.autoscale, spec.name)
+    except ResourceError as exc:
+        raise StudyError(str(exc)) from None
+
+
+def check_optuna_study(spec: StudySpec, overwrite: bool) -> None:
+    """Refuse a new study whose `search.storage` already holds an Optuna study of its name
+    (left by an earlier study, in another --output): Optuna would add to it, and its best
+    trial and TPE's history would include trials that are no part of this study. Under
+    `overwrite` it is deleted when the study starts (`clear_optuna_study`)."""
+    if spec.search.method != "optuna" or not spec.search.storage or overwrite:
+        return
+    if _as_study_error(optuna_study_exists, spec.search.storage, spec.name):
+        raise StudyError(
+            f"search.storage {spec.search.storage} already holds an Optuna study named "
+            f"{spec.name!r}; pass --overwrite to delete it and start again, or give this "
+            "study another name"
+        )
+
+
+def run_study(
+    spec: StudySpec,
+    *,
+    output: Path = Path("studies"),
+    address: str | None = None,
+    overwrite: bool = False,
+    verbose: int = 1,
+) -> StudyOutcome:
+    """Run every trial of `spec` under Ray Tune and wait for the study to end.
+
+    What can refuse the study is asked first, in order of cost (the output folder, the
+    tracking store, Ray, the trial's resources); only then are the study folder and the
+    MLflow parent run made, so a refused study leaves nothing that blocks a rerun.
+    """
+    started = time.monotonic()
+    study_dir = check_study_dir(output, spec.name, overwrite)
+    check_optuna_study(spec, overwrite)
+    if spec.tracking.uri:  # the default store is made in the study folder, which is ours
+        try:
+            StudyTracker.check(spec.tracking.uri, spec.name)
+        except (TrackingUnreachable, TrackingRejected) as exc:
+            raise _tracking_error(exc) from None
+    _as_study_error(connect, address)
+    resources = trial_resources(spec)
+    version = _code_version()
+    tracker, info, tuner = _start(spec, study_dir, overwrite, version, resources, verbose)
+    return _fit(tracker, info, tuner, spec, started)
+
+
+def _fit(
+    tracker: StudyTracker, info: StudyInfo, tuner: Any, spec: StudySpec, started: float
+) -> StudyOutcome:
+    """Run the Tuner within the study's time budget, then complete the study's record; a run
+    that does not return marks the parent run KILLED."""
+    try:
+        with time_budget(spec.execution.time_budget_s):
+            states, stopped = fit_outcomes(tuner.fit())
+    except BaseException:
+        _mark_killed(tracker)
+        raise
+    return _finish(tracker, info, states, started, stopped)
+
+
+def _tracking_error(exc: TrackingUnreachable | TrackingRejected) -> StudyError:
+    if isinstance(exc, TrackingUnreachable):
+        return StudyError(f"{exc}: start the server (or fix tracking.uri) and run again")
+    return StudyError(f"{exc}; allowed: {ALLOWED_TRACKING_URIS}")
+
+
+def _start(
+    spec: StudySpec,
+    study_dir: Path,
+    overwrite: bool,
+    version: str,
+    resources: dict[str, float],
+    verbose: int,
+) -> tuple[StudyTracker, StudyInfo, Any]:
+    """The study folder, its files, the MLflow parent run and the Tuner; a failure on the
+    way removes what this attempt made (and deletes its parent run), never an older study."""
+    made = None
+    tracker = None
+    try:
+        try:
+            made = make_study_dir(study_dir, overwrite)
+        except OSError as exc:
+            raise StudyError(f"cannot create the study folder {study_dir} ({exc})") from None
+        (study_dir / SPEC_FILE).write_text(
+            yaml.safe_dump(spec.model_dump(mode="json"), sort_keys=False)
+        )
+        uri = spec.tracking.uri or default_uri(study_dir)
+        try:
+            tracker = StudyTracker.start(
+                uri, spec.name, study_dir / "mlartifacts", tags={VERSION_TAG: version}
+            )
+            tracker.log_artifact(study_dir / SPEC_FILE)
+        except (TrackingUnreachable, TrackingRejected) as exc:
+            raise _tracking_error(exc) from None
+        info = StudyInfo(
+            spec.name,
+            study_dir,
+            uri,
+            tracker.experiment_id,
+            tracker.parent_run_id,
+            spec.num_tune_trials(),
+            spec.num_trials(),
+        )
+        info.write()
+        tuner = _as_study_error(
+            new_tuner, spec, study_dir, _context(info, version), resources, verbose, overwrite
+        )
+    except BaseException:
+        if tracker is not None:
+            tracker.discard()
+        remove_new(study_dir, made)
+        raise
+    return tracker, info, tuner
+
+
+def _mark_killed(tracker: StudyTracker) -> None:
+    # The study's own error matters more than a parent run left RUNNING on a lost server.
+    with contextlib.suppress(TrackingUnreachable):
+        tracker.finish("KILLED")
+
+
+def _context(info: StudyInfo, version: str) -> dict[str, Any]:
+    return {
+        "tracking_uri": info.tracking_uri,
+        "experiment_id": info.experiment_id,
+        "parent_run_id": info.parent_run_id,
+        "study": info.name,
+        "code_version": version,
+    }
+
+
+def _finish(
+    tracker: StudyTracker,
+    info: StudyInfo,
+    states: dict[str, int],
+    started: float,
+    stopped: Sequence[str] = (),
+) -> StudyOutcome:
+    """Complete the MLflow record of the study; say so instead when its store is unreachable."""
+    wall_s = time.monotonic() - started
+    ok = StudyOutcome(info, states, wall_s).ok
+    try:
+        synced = sync_from_tune(tracker, info)
+        # Every trial has stopped by now: a run still open lost its process mid-way.
+        tracker.close_running_trials()
+        tracker.tag_killed_trials(stopped, STOPPED_TAG, STOPPED_BY)
+        tracker.log_metrics(
+            {
+                "study/trials_finished": states.get(FINISHED, 0),
+                "study/trials_stopped": states.get(STOPPED, 0),
+                "study/wall_s": wall_s,
+            }
+        )
+        tracker.finish("FINISHED" if ok else "FAILED")
+    except TrackingUnreachable as exc:
+        return StudyOutcome(info, states, wall_s, tracking_error=str(exc))
+    return StudyOutcome(info, states, wall_s, synced=synced)
+
+
+def sync_from_tune(tracker: StudyTracker, info: StudyInfo) -> int:
+    """Log to MLflow every finished trial whose run is missing or incomplete there (its
+    store was unreachable while it ran), from what Tune's storage recorded of it; returns
+    how many runs were completed. Runs that finished normally are not touched."""
+    if not (info.study_dir / TUNE_DIR).is_dir():
+        return 0
+    # Runs are named like their trial's folder: finished ones are not even read from disk.
+    done = {name for name, status in tracker.trial_statuses().items() if status == "FINISHED"}
+    version = _code_version()
+    synced = 0
+    for record in run_records(info.study_dir, skip=done):
+        record = dataclasses.replace(record, tags={**record.tags, VERSION_TAG: version})
+        synced += sync_run(info.tracking_uri, info.experiment_id, info.parent_run_id, record)
+    return synced
+
+
+def resume_study(
+    study_dir: Path,
+    *,
+    address: str | None = None,
+    restart_errored: bool = False,
+) -> StudyOutcome:
+    """Finish an interrupted study: unfinished trials continue from their last checkpoint,
+    finished ones are not run again; errored ones resume (or restart from scratch)."""
+    from ray import tune
+
+    started = time.monotonic()
+    info = StudyInfo.read(study_dir)
+    spec = load_study_spec(study_dir, check_data=True)
+    tune_dir = study_dir / TUNE_DIR
+    if not tune.Tuner.can_restore(str(tune_dir)):
+        raise StudyError(
+            f"{tune_dir} holds no Tune state to resume (the study stopped before its first "
+            f"trial started); run it again with `raystudy run --overwrite`"
+        )
+    try:
+        # Found by reading only, so that a store that is down is said before Ray starts.
+        tracker = StudyTracker.attach(info.tracking_uri, info.experiment_id, info.parent_run_id)
+    except TrackingUnreachable as exc:
+        raise _resume_unreachable(exc, info) from exc
+    except TrackingRejected as exc:
+        raise StudyError(f"{exc} (recorded in {study_dir / STUDY_FILE})") from None
+    _as_study_error(connect, address)
+    resources = trial_resources(spec)
+    try:
+        tracker.reopen()
+    except TrackingUnreachable as exc:
+        raise _resume_unreachable(exc, info) from exc
+    try:
+        trainable = make_trainable(spec, _context(info, _code_version()), resources)
+        tuner = tune.Tuner.restore(
+            str(tune_dir),
+            trainable=trainable,
+            resume_unfinished=True,
+            resume_errored=not restart_errored,
+            restart_errored=restart_errored,
+        )
+    except BaseException:
+        _mark_killed(tracker)
+        raise
+    return _fit(tracker, info, tuner, spec, started)
+
+
+def _resume_unreachable(exc: TrackingUnreachable, info: StudyInfo) -> StudyError:
+    return StudyError(
+        f"{exc}: start it and resume again; meanwhile `raystudy analyze {info.name} "
+        "--from-tune` reads the finished trials from Tune's storage"
+    )

@@ -1,0 +1,97 @@
+"""A study's models as Tune's storage recorded them, in the shape of their MLflow runs.
+
+A Tune trial trains one model, or several together (`seeds_per_trial`); each model has its own
+MLflow run. `models_of` splits a trial read from Tune's storage (`raystudy.tune.state`) into
+its models, named, configured and tagged as their runs are, and `run_records` turns the
+finished ones into the `RunRecord`s that `sync_run` completes MLflow from (a store that was
+unreachable while they ran) and that `analyze --from-tune` reads instead of MLflow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Container
+from pathlib import Path
+from typing import Any
+
+from raystudy.spec import StudySpec, TrialConfig, deep_merge
+from raystudy.study.folder import StudyError, load_study_spec, tune_dir_of
+from raystudy.tags import SPLIT_TAG, STACK_TAG, STUDY_TAG
+from raystudy.tracking.reader import RunRecord
+from raystudy.trial import split_tag
+from raystudy.trial_stack import STACK_KEYS, member_keys
+from raystudy.tune.points import trial_config, trial_labels
+from raystudy.tune.state import STACK, TuneTrial, read_tune_trials
+
+
+def models_of(
+    trial: TuneTrial, spec: StudySpec, study: str
+) -> list[tuple[TuneTrial, TrialConfig, dict[str, str]]]:
+    """The models a Tune trial trained, each as (its trial, its config, tags beyond the
+    study's): the trial itself, or one per model of a stacked trial (`TuneTrial.member`),
+    named and keyed as their MLflow runs are (`raystudy.trial_stack`)."""
+    points = spec.points()
+    if STACK not in trial.config:
+        return [(trial, trial_config(spec.base(), points, trial.config), {})]
+    members = spec.stacks()[trial.config[STACK]]
+    configs = [TrialConfig.model_validate(deep_merge(spec.base(), points[j])) for j in members]
+    if trial.rows and not any(k.startswith(STACK_KEYS) for row in trial.rows for k in row):
+        raise StudyError(
+            f"study {study!r}: stacked trial {trial.name} reported only the mean of its "
+            "models to Tune (a raystudy before per-model reports): read it from MLflow"
+        )
+    labels = trial_labels(points)
+    return [
+        (
+            trial.member(s, labels[j], f"{trial.trial_id}/{key}"),
+            config,
+            {STACK_TAG: trial.trial_id},
+        )
+        for s, (j, config, key) in enumerate(
+            zip(members, configs, member_keys(configs), strict=True)
+        )
+    ]
+
+
+def model_params(trial: TuneTrial, config: TrialConfig, stacks: list[list[int]]) -> dict[str, Any]:
+    """A model's MLflow params as its trial logged them (but the model-cost ones): its
+    config, and in a stacked trial that stack's size (`stacks`: the spec's `stacks()`)."""
+    params: dict[str, Any] = config.flat()
+    if STACK in trial.config:
+        params["seeds_per_trial"] = len(stacks[trial.config[STACK]])
+    return params
+
+
+def run_records(study_dir: Path, skip: Container[str] = ()) -> list[RunRecord]:
+    """What Tune recorded of every finished model (but those whose trial folder or run name
+    is in `skip`), as the MLflow runs `sync_run` completes; the models of a stacked trial
+    each get their own record."""
+    spec = load_study_spec(study_dir)
+    stacks = spec.stacks()
+    records = []
+    for trial in read_tune_trials(tune_dir_of(study_dir), skip):
+        if not trial.trial_id:
+            continue
+        try:
+            models = models_of(trial, spec, spec.name)
+        except StudyError:
+            continue  # a stack that reported only its mean: MLflow is its only record
+        for model, config, tags in models:
+            if not model.evaluated or model.name in skip:
+                continue
+            params = model_params(trial, config, stacks)
+            records.append(
+                RunRecord(
+                    trial_id=model.trial_id,
+                    name=model.name,
+                    params=params,
+                    tags={
+                        STUDY_TAG: spec.name,
+                        SPLIT_TAG: split_tag(config),
+                        **tags,
+                    },
+                    history=model.history(),
+                    final=model.final(),
+                    final_step=config.train.steps,
+                )
+            )
+    return records

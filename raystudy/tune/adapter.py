@@ -1,0 +1,304 @@
+"""The Ray Tune adapter: a validated spec -> a Tuner over its trials, and what runs inside one.
+
+The trainable (`_trainable`) turns a Tune trial's config into the model(s) it trains and runs
+them with a `TuneReporter` (results and checkpoints to Tune); the searcher (grid, or Optuna
+with `FinalMetricOptunaSearch` and its storage), the ASHA scheduler, the run config (Tune's
+storage in `<study>/tune/`, retries, checkpoints) and the time budget (`time_budget`, which
+ends the run as Ctrl-C does so that `resume` continues it) are set up here. The study driver
+calls this; nothing here knows the study folder beyond the path it is given.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import signal
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import torch
+from ray.tune.search.optuna import OptunaSearch
+
+from raystudy.search import define_by_run
+from raystudy.spec import StudySpec, TrialConfig, deep_merge
+from raystudy.trial import TrialContext, run_trial
+from raystudy.tune.cluster import TuneSetupError
+from raystudy.tune.points import stack_labels, trial_config, trial_labels, trial_name
+from raystudy.tune.state import TUNE_DIR
+
+#: The file a trial's checkpoint state is saved to inside Tune's checkpoint folder.
+CHECKPOINT_FILE = "state.pt"
+
+
+class TuneReporter:
+    """Forwards a trial's results to Tune; a state becomes a Tune checkpoint."""
+
+    def report(self, metrics: dict[str, float], state: dict[str, Any] | None = None) -> None:
+        from ray import tune
+
+        if state is None:
+            tune.report(metrics)
+            return
+        with tempfile.TemporaryDirectory() as tmp:
+            torch.save(state, Path(tmp) / CHECKPOINT_FILE)
+            tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(tmp))
+
+    def restore(self) -> dict[str, Any] | None:
+        from ray import tune
+
+        checkpoint = tune.get_checkpoint()
+        if checkpoint is None:
+            return None
+        with checkpoint.as_directory() as tmp:
+            return torch.load(Path(tmp) / CHECKPOINT_FILE, map_location="cpu", weights_only=True)
+
+
+def _trainable(
+    config: dict[str, Any],
+    *,
+    base: dict[str, Any],
+    points: list[dict[str, Any]],
+    context: dict[str, Any],
+    stacks: list[list[int]] | None = None,
+    labels: list[str] | None = None,
+) -> None:
+    """One Tune trial: resolve its config (a fixed point, an Optuna draw, or a stack of
+    points that differ only in seed, `config["stack"]` indexing `stacks`) and run it."""
+    import ray
+    from ray import tune
+
+    members = stacks[config["stack"]] if "stack" in config and stacks is not None else None
+    config_ = trial_config(base, points, config) if members is None else None
+    gpu = context.pop("gpu", 0.0)
+    if gpu and torch.cuda.is_available():
+        # Ray shares a GPU between fractional trials but does not isolate their memory: cap
+        # each at its share so co-located trials cannot starve one another.
+        torch.cuda.set_per_process_memory_fraction(min(1.0, gpu))
+    tune_context = tune.get_context()
+    ctx = TrialContext(
+        trial_id=tune_context.get_trial_id(),
+        trial_name=tune_context.get_trial_name(),
+        node=ray.get_runtime_context().get_node_id(),
+        gpu_ids=",".join(str(g) for g in ray.get_gpu_ids()),
+        **context,
+    )
+    if config_ is not None:
+        run_trial(config_, ctx, TuneReporter())
+        return
+    from raystudy.trial_stack import run_seed_stack
+
+    assert members is not None and labels is not None
+    configs = [TrialConfig.model_validate(deep_merge(base, points[j])) for j in members]
+    run_seed_stack(configs, ctx, TuneReporter(), [labels[j] for j in members])
+
+
+class FinalMetricOptunaSearch(OptunaSearch):
+    """OptunaSearch that reports a trial's intermediate values only when they exist.
+
+    Trials report `train/*` while training and the searched metric (`dis/*`, `transfer/*`)
+    once, at the end; stock OptunaSearch indexes every result by the metric and fails.
+    """
+
+    def on_trial_result(self, trial_id: str, result: dict[str, Any]) -> None:
+        if isinstance(self.metric, str) and self.metric not in result:
+            return
+        super().on_trial_result(trial_id, result)
+
+
+def optuna_storage_url(spec: StudySpec, study_dir: Path) -> str:
+    """Where the study's Optuna study lives: `search.storage`, or optuna.db in its folder."""
+    return spec.search.storage or f"sqlite:///{study_dir / 'optuna.db'}"
+
+
+def optuna_study_exists(url: str, name: str) -> bool:
+    """Whether the Optuna storage at `url` holds a study `name`; a sqlite file that does not
+    exist holds none (and is not created here)."""
+    import optuna
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite" and not Path(parsed.database or "").is_file():
+        return False
+    try:
+        return name in optuna.study.get_all_study_names(storage=url)
+    except Exception as exc:  # an unreachable server, a file that is no Optuna database
+        raise TuneSetupError(
+            f"search.storage {url}: cannot read the Optuna storage ({type(exc).__name__}: "
+            f"{(str(exc).splitlines() or [''])[0][:300]})"
+        ) from None
+
+
+def clear_optuna_study(url: str, name: str) -> bool:
+    """Delete the Optuna study `name` from the storage at `url` (--overwrite: the study
+    starts afresh); returns whether there was one."""
+    import optuna
+
+    if not optuna_study_exists(url, name):
+        return False
+    try:
+        optuna.delete_study(study_name=name, storage=url)
+    except KeyError:  # gone meanwhile
+        return False
+    return True
+
+
+def make_searcher(
+    spec: StudySpec, study_dir: Path, overwrite: bool = False
+) -> tuple[Any, Any, dict[str, Any]]:
+    """(search_alg, scheduler, TuneConfig metric/mode) for the spec's search method; with
+    `overwrite`, an Optuna study of the same name in the storage is deleted first."""
+    from ray.tune.schedulers import ASHAScheduler
+
+    search = spec.search
+    scheduler = None
+    if search.asha is not None:
+        a = search.asha
+        scheduler = ASHAScheduler(
+            metric=a.metric,
+            mode=a.mode,
+            grace_period=a.grace_period,
+            reduction_factor=a.reduction_factor,
+            max_t=a.max_t,
+        )
+    if search.method != "optuna":
+        return None, scheduler, {}
+    import optuna
+
+    samplers = {
+        "tpe": lambda: optuna.samplers.TPESampler(seed=search.seed),
+        "nsga2": lambda: optuna.samplers.NSGAIISampler(seed=search.seed),
+        "random": lambda: optuna.samplers.RandomSampler(seed=search.seed),
+    }
+    storage_url = optuna_storage_url(spec, study_dir)
+    if overwrite:
+        clear_optuna_study(storage_url, spec.name)
+    searcher = FinalMetricOptunaSearch(
+        space=functools.partial(define_by_run, space=search.space),
+        metric=search.metric,
+        mode=search.mode,
+        sampler=samplers[search.sampler](),
+        study_name=spec.name,
+        storage=optuna.storages.RDBStorage(storage_url),
+    )
+    return searcher, scheduler, {}
+
+
+def new_tuner(
+    spec: StudySpec,
+    study_dir: Path,
+    context: dict[str, Any],
+    resources: dict[str, float],
+    verbose: int = 1,
+    overwrite: bool = False,
+) -> Any:
+    """The Tuner of a new study (a resumed one is rebuilt by `Tuner.restore`)."""
+    from ray import tune
+
+    points = spec.points()
+    search_alg, scheduler, target = make_searcher(spec, study_dir, overwrite)
+    if spec.execution.seeds_per_trial > 1:
+        labels, key = stack_labels(points, spec.stacks(), spec.execution.stack_over), "stack"
+    else:
+        labels, key = trial_labels(points), "point"
+    name_fn = functools.partial(trial_name, labels=labels)
+    if spec.search.method == "optuna":
+        param_space: dict[str, Any] = {}
+        num_samples = spec.search.num_samples
+    else:
+        param_space = {key: tune.grid_search(list(range(len(labels))))}
+        num_samples = 1
+    return tune.Tuner(
+        make_trainable(spec, context, resources),
+        param_space=param_space,
+        tune_config=tune.TuneConfig(
+            search_alg=search_alg,
+            scheduler=scheduler,
+            num_samples=num_samples,
+            max_concurrent_trials=spec.execution.max_concurrent_trials,
+            # Ended by `time_budget` where it can be, so that resume continues the trials.
+            time_budget_s=None if budget_by_signal() else spec.execution.time_budget_s,
+            reuse_actors=True,
+            trial_name_creator=name_fn,
+            trial_dirname_creator=name_fn,
+            **target,
+        ),
+        run_config=run_config(spec, study_dir, verbose),
+    )
+
+
+def run_config(spec: StudySpec, study_dir: Path, verbose: int = 1) -> Any:
+    from ray import tune
+
+    return tune.RunConfig(
+        name=TUNE_DIR,
+        storage_path=str(study_dir),
+        failure_config=tune.FailureConfig(max_failures=spec.execution.max_failures),
+        checkpoint_config=tune.CheckpointConfig(num_to_keep=2),
+        verbose=verbose,
+    )
+
+
+def make_trainable(spec: StudySpec, context: dict[str, Any], resources: dict[str, float]) -> Any:
+    from ray import tune
+
+    return tune.with_resources(
+        tune.with_parameters(
+            _trainable,
+            base=spec.base(),
+            points=spec.points(),
+            context={**context, "cpus": resources["cpu"], "gpu": resources["gpu"]},
+            **_stacking(spec),
+        ),
+        resources,
+    )
+
+
+def _stacking(spec: StudySpec) -> dict[str, Any]:
+    """What a trainable needs to run stacks of seeds (nothing when seeds_per_trial is 1)."""
+    if spec.execution.seeds_per_trial == 1:
+        return {}
+    return {"stacks": spec.stacks(), "labels": trial_labels(spec.points())}
+
+
+#: Tune ends a run on this signal as on Ctrl-C (`ray.tune.tune._setup_signal_catching`).
+_TUNE_STOP_SIGNAL = getattr(signal, "SIGUSR1", None)
+
+
+def budget_by_signal() -> bool:
+    """Whether `time_budget` can end the study as Ctrl-C does (Tune catches signals only
+    when it runs in the main thread); if not, Tune's own time budget is used."""
+    return _TUNE_STOP_SIGNAL is not None and threading.current_thread() is threading.main_thread()
+
+
+@contextlib.contextmanager
+def time_budget(seconds: float | None) -> Iterator[None]:
+    """End the Tune run inside after `seconds` as Ctrl-C does: Tune saves the study with its
+    running trials unfinished, and `resume` continues them from their checkpoints. Tune's own
+    `time_budget_s` marks them TERMINATED instead, which a resume skips as finished.
+
+    The signal is sent once Tune's handler is in place, and again every few seconds until the
+    run ends (a handler left by an earlier run in the process would swallow the first one).
+    """
+    if seconds is None or not budget_by_signal():
+        yield
+        return
+    over = threading.Event()
+
+    def stop() -> None:
+        if over.wait(seconds):
+            return
+        while not over.is_set():
+            if signal.getsignal(_TUNE_STOP_SIGNAL) not in (signal.SIG_DFL, signal.SIG_IGN, None):
+                signal.raise_signal(_TUNE_STOP_SIGNAL)
+            over.wait(2.0)
+
+    timer = threading.Thread(target=stop, name="raystudy-time-budget", daemon=True)
+    timer.start()
+    try:
+        yield
+    finally:
+        over.set()
+        timer.join()

@@ -1,0 +1,75 @@
+"""Joining a Ray cluster (or starting a local one), with an address nothing answers at refused
+at once: `ray.init` would wait a minute for it and then exit the process.
+"""
+
+from __future__ import annotations
+
+import os
+
+
+class TuneSetupError(RuntimeError):
+    """Ray or Tune cannot be set up as asked (an address Ray cannot join, an Optuna storage
+    that cannot be read); the message says why and what to do. The study reports it as a
+    `StudyError`."""
+
+
+#: What --address may be, for messages about one that Ray cannot join.
+ADDRESSES = (
+    "'auto' (the cluster `ray start --head` started on this machine), HOST:PORT of a head "
+    "node (its GCS port, 6379 unless set), ray://HOST:10001 (Ray Client; needs "
+    "`pip install 'ray[client]'`), or no --address to start a local Ray"
+)
+
+
+def _check_address(address: str, timeout_s: float = 5.0) -> None:
+    """Refuse a HOST:PORT that nothing answers at, at once: ray.init waits a minute for a
+    GCS there and then exits the process."""
+    import socket
+
+    if address in ("auto", "local") or "://" in address:
+        return
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit():
+        return  # ray.init says what is wrong with the form
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except (OSError, ValueError, OverflowError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise TuneSetupError(
+            f"--address {address!r}: nothing answers at {host}:{port} ({reason}); start the "
+            f"head there (`ray start --head --port {port}`) or fix the address; allowed: "
+            f"{ADDRESSES}"
+        ) from None
+
+
+def connect(address: str | None) -> None:
+    """Join `address` or start a local Ray; the dashboard stays off (no open ports)."""
+    import ray
+
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    # Tune warns whenever checkpoints come faster than every 5 s, which short trials do by
+    # design; the warning says nothing a user can act on.
+    os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
+    # The searcher's metric exists only in a trial's final result, not in its train reports.
+    os.environ.setdefault("TUNE_DISABLE_STRICT_METRIC_CHECKING", "1")
+    if ray.is_initialized():
+        return
+    if address:
+        _check_address(address)
+        try:
+            ray.init(address=address, log_to_driver=True)
+        # Ray exits the process (SystemExit) when a GCS it found stops answering.
+        except (ValueError, ConnectionError, TimeoutError, RuntimeError, SystemExit) as exc:
+            reason = (
+                "no Ray head answered there"
+                if isinstance(exc, SystemExit)
+                else (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+            )
+            raise TuneSetupError(
+                f"--address {address!r}: cannot join a Ray cluster there ({reason}); "
+                f"allowed: {ADDRESSES}"
+            ) from None
+    else:
+        # "local": always a cluster of our own; a bare ray.init() would join any other local
+        # cluster named in /tmp/ray (another user's study, a test run).
+        ray.init(address="local", include_dashboard=False, log_to_driver=True)

@@ -1,0 +1,72 @@
+"""How a Tune trial's config names the models it trains: grid points, Optuna draws, stacks.
+
+A Tune trial's config is small on purpose: `{"point": i}` (the i-th point of the spec's grid),
+`{"override": {...}}` (an Optuna draw) or `{"stack": k}` (the k-th stack of points that train
+together, `seeds_per_trial`). This module turns it back into a `TrialConfig`, and names trials
+and their folders after what varies across the points, for the trainable and for the readers
+of Tune's storage alike.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from raystudy.spec import TrialConfig, deep_merge, flatten, varying
+
+
+def trial_config(
+    base: dict[str, Any], points: list[dict[str, Any]], config: dict[str, Any]
+) -> TrialConfig:
+    """The trial config of a Tune trial's `config`: a grid point by index, or an Optuna draw."""
+    override = points[config["point"]] if "point" in config else config["override"]
+    return TrialConfig.model_validate(deep_merge(base, override))
+
+
+def trial_labels(points: list[dict[str, Any]]) -> list[str]:
+    """Short names from the values that vary across points, e.g. `003_ada_gvae_beta=4`."""
+    keys = varying(points)
+    labels = []
+    for i, point in enumerate(points):
+        flat = flatten(point)
+        parts = [
+            str(flat[k]) if k.endswith("objective") else f"{k.rsplit('.', 1)[-1]}={flat[k]}"
+            for k in keys
+            if k in flat
+        ]
+        text = re.sub(r"[^A-Za-z0-9_.=-]+", "-", "_".join(parts))[:80]
+        labels.append(f"{i:03d}_{text}" if text else f"{i:03d}")
+    return labels
+
+
+def stack_labels(
+    points: list[dict[str, Any]], stacks: list[list[int]], stack_over: Sequence[str] = ()
+) -> list[str]:
+    """Names of stacked trials: the label of what the models share, then what tells them
+    apart: `..._seeds=0-1`, or with `stack_over` `..._beta=1,seed=0+beta=4,seed=0`."""
+    apart = {"seed", *stack_over}
+    flat = [flatten(p) for p in points]
+    shared = [{k: v for k, v in flat[g[0]].items() if k not in apart} for g in stacks]
+    labels = []
+    for label, g in zip(trial_labels(shared), stacks, strict=True):
+        if not stack_over:
+            members = "seeds=" + "-".join(str(points[j].get("seed", "")) for j in g)
+        else:
+            members = "+".join(
+                ",".join(
+                    f"{k.rsplit('.', 1)[-1]}={flat[j][k]}" for k in sorted(apart) if k in flat[j]
+                )
+                for j in g
+            )
+        labels.append(f"{label}_{members}"[:100])
+    return labels
+
+
+def trial_name(trial: Any, labels: list[str]) -> str:
+    """A Tune trial's name (and folder name): its point's or stack's label, or for an Optuna
+    draw `optuna_<trial id>`."""
+    for key in ("point", "stack"):
+        if key in trial.config:
+            return labels[trial.config[key]]
+    return f"optuna_{trial.trial_id}"
