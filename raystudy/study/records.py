@@ -19,8 +19,8 @@ from raystudy.tags import SPLIT_TAG, STACK_TAG, STUDY_TAG
 from raystudy.tracking.reader import RunRecord
 from raystudy.trial import split_tag
 from raystudy.trial_stack import STACK_KEYS, member_keys
-from raystudy.tune.points import trial_config, trial_labels
-from raystudy.tune.state import STACK, TuneTrial, read_tune_trials
+from raystudy.tune.points import STACK, trial_config, trial_labels
+from raystudy.tune.state import TuneTrial, read_tune_trials
 
 
 def models_of(

@@ -26,7 +26,14 @@ from raystudy.search import define_by_run
 from raystudy.spec import StudySpec, TrialConfig, deep_merge
 from raystudy.trial import TrialContext, run_trial
 from raystudy.tune.cluster import TuneSetupError
-from raystudy.tune.points import stack_labels, trial_config, trial_labels, trial_name
+from raystudy.tune.points import (
+    POINT,
+    STACK,
+    stack_labels,
+    trial_config,
+    trial_labels,
+    trial_name,
+)
 from raystudy.tune.state import TUNE_DIR
 
 #: The file a trial's checkpoint state is saved to inside Tune's checkpoint folder.
@@ -70,7 +77,7 @@ def _trainable(
     import ray
     from ray import tune
 
-    members = stacks[config["stack"]] if "stack" in config and stacks is not None else None
+    members = stacks[config[STACK]] if STACK in config and stacks is not None else None
     config_ = trial_config(base, points, config) if members is None else None
     gpu = context.pop("gpu", 0.0)
     if gpu and torch.cuda.is_available():
@@ -200,9 +207,9 @@ def new_tuner(
     points = spec.points()
     search_alg, scheduler, target = make_searcher(spec, study_dir, overwrite)
     if spec.execution.seeds_per_trial > 1:
-        labels, key = stack_labels(points, spec.stacks(), spec.execution.stack_over), "stack"
+        labels, key = stack_labels(points, spec.stacks(), spec.execution.stack_over), STACK
     else:
-        labels, key = trial_labels(points), "point"
+        labels, key = trial_labels(points), POINT
     name_fn = functools.partial(trial_name, labels=labels)
     if spec.search.method == "optuna":
         param_space: dict[str, Any] = {}

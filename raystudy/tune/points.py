@@ -15,12 +15,16 @@ from typing import Any
 
 from raystudy.spec import TrialConfig, deep_merge, flatten, varying
 
+#: Keys of a Tune trial's config: a grid point's index, or a stack's (`seeds_per_trial`).
+POINT = "point"
+STACK = "stack"
+
 
 def trial_config(
     base: dict[str, Any], points: list[dict[str, Any]], config: dict[str, Any]
 ) -> TrialConfig:
     """The trial config of a Tune trial's `config`: a grid point by index, or an Optuna draw."""
-    override = points[config["point"]] if "point" in config else config["override"]
+    override = points[config[POINT]] if POINT in config else config["override"]
     return TrialConfig.model_validate(deep_merge(base, override))
 
 
@@ -66,7 +70,7 @@ def stack_labels(
 def trial_name(trial: Any, labels: list[str]) -> str:
     """A Tune trial's name (and folder name): its point's or stack's label, or for an Optuna
     draw `optuna_<trial id>`."""
-    for key in ("point", "stack"):
+    for key in (POINT, STACK):
         if key in trial.config:
             return labels[trial.config[key]]
     return f"optuna_{trial.trial_id}"

@@ -58,8 +58,6 @@ RUN_STATUS = {
 }
 
 TRAIN = "train/"
-#: A Tune config key of a trial that trains several models together (`seeds_per_trial`).
-STACK = "stack"
 #: The final scores of a trial (DESIGN.md Sec. 6), reported once, at its end.
 FINAL_PREFIXES = ("eval/", "dis/", "down/", "transfer/")
 
