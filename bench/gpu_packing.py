@@ -102,7 +102,7 @@ def steady_rates(uri: str, experiment_id: str) -> list[float]:
 
 
 def measure(k: int, steps: int, folder: Path) -> dict[str, Any]:
-    from raystudy.spec import load_spec
+    from raystudy.checks import load_spec
     from raystudy.study.driver import run_study
 
     spec = load_spec(

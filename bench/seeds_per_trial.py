@@ -35,9 +35,10 @@ import mlflow
 import torch
 
 from bench._table import Load, interleaved, markdown, median_ratio, quartiles, record, write_json
+from raystudy.checks import load_spec
 from raystudy.data import get_dataset
 from raystudy.models import build
-from raystudy.spec import TrialConfig, load_spec
+from raystudy.spec import TrialConfig
 from raystudy.stacked import train_stacked
 from raystudy.train import train
 from raystudy.trial import LocalReporter, TrialContext, build_split, run_trial

@@ -103,7 +103,7 @@ def run_times(uri: str, experiment_id: str) -> list[tuple[float, float]]:
 
 
 def dry(args: argparse.Namespace) -> dict[str, Any]:
-    from raystudy.spec import load_spec
+    from raystudy.checks import load_spec
     from raystudy.study.driver import run_study
     from raystudy.tune.state import FINISHED
 
@@ -167,7 +167,7 @@ def calibrate_steps(spec: Any, seconds: float) -> tuple[int, float]:
 
 
 def timed(args: argparse.Namespace) -> dict[str, Any]:
-    from raystudy.spec import load_spec
+    from raystudy.checks import load_spec
     from raystudy.tune.cluster import connect
 
     base = ["name=overhead", *TIMED, seeds(args.trials)]
@@ -225,7 +225,7 @@ TUNE = "Ray Tune, {} at a time"
 
 def _tune_row(base: list[str], c: int, repeat: int, folder: Path) -> dict[str, Any]:
     """The trials as a Tune study, `c` at a time."""
-    from raystudy.spec import load_spec
+    from raystudy.checks import load_spec
     from raystudy.study.driver import run_study
 
     spec = load_spec(

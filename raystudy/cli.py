@@ -89,7 +89,8 @@ def _run(
     overwrite: bool,
     methods: tuple[str, ...],
 ) -> None:
-    from raystudy.spec import SpecError, load_spec
+    from raystudy.checks import load_spec
+    from raystudy.spec import SpecError
     from raystudy.study.driver import run_study
     from raystudy.study.folder import StudyError
 
@@ -166,8 +167,9 @@ def plan(
     import math
     import os
 
+    from raystudy.checks import load_spec
     from raystudy.plan import format_plan, make_plan
-    from raystudy.spec import SpecError, load_spec
+    from raystudy.spec import SpecError
 
     # A cluster needs at least some CPU (min=0 would let 0 through), and a finite count.
     if cpus is not None and not (cpus > 0 and math.isfinite(cpus)):

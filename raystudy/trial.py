@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from raystudy.data import GroundTruthDataset, Split, get_dataset, get_split
-from raystudy.data.splits import split_from_spec
+from raystudy.data.splits import split_from_spec, split_tag
 from raystudy.metrics import (
     INTERVENTION_METRICS,
     FeasibleSampler,
@@ -29,6 +29,7 @@ from raystudy.metrics import (
 )
 from raystudy.metrics.unsupervised import unsupervised
 from raystudy.models import VAE, build, model_cost
+from raystudy.models.params import trial_params
 from raystudy.spec import TrialConfig
 from raystudy.tags import (
     ARTIFACT_ERROR_TAG,
@@ -336,11 +337,6 @@ def _dci_hinton(
     return path
 
 
-def split_tag(config: TrialConfig) -> str:
-    """The run tag `split`: a built-in split's name, or "custom" for one written in the spec."""
-    return config.split if isinstance(config.split, str) else "custom"
-
-
 def run_tags(config: TrialConfig, ctx: TrialContext) -> dict[str, str]:
     """The tags of a model's MLflow run: its study, code, placement and split."""
     return {
@@ -348,7 +344,7 @@ def run_tags(config: TrialConfig, ctx: TrialContext) -> dict[str, str]:
         VERSION_TAG: ctx.code_version,
         NODE_TAG: ctx.node,
         GPU_IDS_TAG: ctx.gpu_ids,
-        SPLIT_TAG: split_tag(config),
+        SPLIT_TAG: split_tag(config.split),
     }
 
 
@@ -384,7 +380,7 @@ def run_trial(config: TrialConfig, ctx: TrialContext, reporter: Reporter) -> dic
         ctx.experiment_id,
         ctx.trial_id,
         ctx.trial_name,
-        params={**config.flat(), **model_params},
+        params={**trial_params(config), **model_params},
         tags=run_tags(config, ctx),
         parent_run_id=ctx.parent_run_id,
     )

@@ -21,6 +21,7 @@ import torch
 
 from raystudy.data import get_dataset
 from raystudy.models import VAE, Objective, build, model_cost
+from raystudy.models.params import trial_params
 from raystudy.spec import TrialConfig
 from raystudy.stacked import train_stacked
 from raystudy.tags import STACK_TAG
@@ -45,7 +46,7 @@ DIVERGED_KEY = "diverged_at_step"
 def member_keys(configs: list[TrialConfig]) -> list[str]:
     """What tells the models of a stack apart, ``seed=3`` or ``model.beta=4.0,seed=3``:
     the values in which they differ, seed last, unique within the stack."""
-    flats = [c.flat() for c in configs]
+    flats = [trial_params(c) for c in configs]
     differ = sorted(
         {k for f in flats for k in f if k != "seed" and any(g.get(k) != f[k] for g in flats)}
     )
@@ -109,7 +110,7 @@ def run_seed_stack(
             ctx.experiment_id,
             f"{ctx.trial_id}/{key}",
             name,
-            params={**c.flat(), **cost, "seeds_per_trial": len(configs)},
+            params={**trial_params(c), **cost, "seeds_per_trial": len(configs)},
             tags={**run_tags(c, ctx), STACK_TAG: ctx.trial_id},
             parent_run_id=ctx.parent_run_id,
         )

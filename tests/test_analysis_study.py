@@ -18,8 +18,8 @@ from typer.testing import CliRunner
 
 from raystudy.analysis import load
 from raystudy.analysis.correlations import COLUMNS
+from raystudy.checks import load_spec
 from raystudy.cli import app
-from raystudy.spec import load_spec
 from raystudy.study.driver import run_study
 from raystudy.study.folder import StudyInfo
 from raystudy.tags import ARTIFACT_ERROR_TAG, ERROR_TAG, PARENT_TAG, ROLE_TAG, STUDY_TAG, TRIAL_ROLE

@@ -16,8 +16,8 @@ import pytest
 from test_study_resume import cli, interrupt_once_a_trial_finishes, trial_runs
 from tiny import LIGHT, SMOKE, tiny
 
-from raystudy.search import define_by_run
-from raystudy.spec import load_spec
+from raystudy.checks import load_spec
+from raystudy.spec.search_space import define_by_run
 from raystudy.study.driver import resume_study
 from raystudy.study.folder import StudyInfo
 from raystudy.study.status import study_status

@@ -5,9 +5,9 @@ from __future__ import annotations
 from tiny import SMOKE, tiny
 from typer.testing import CliRunner
 
+from raystudy.checks import load_spec
 from raystudy.cli import app
 from raystudy.plan import format_plan, make_plan
-from raystudy.spec import load_spec
 
 
 def test_plan_places_trials_and_calibrates_each_kind() -> None:

@@ -18,6 +18,7 @@ from conftest import fresh_ray
 from ray.autoscaler._private.util import prepare_config
 from tiny import ROOT, SMOKE
 
+from raystudy.checks import load_spec
 from raystudy.resources import (
     Autoscaler,
     Node,
@@ -28,7 +29,7 @@ from raystudy.resources import (
     fit_request,
     read_cluster_config,
 )
-from raystudy.spec import SpecError, load_spec
+from raystudy.spec import SpecError
 
 CPU2 = Node(2, 0)
 GPU1 = Node(8, 1)

@@ -11,8 +11,9 @@ from typing import Any
 import optuna
 import pytest
 
-from raystudy import search
-from raystudy.spec import SpecError, load_spec
+from raystudy.checks import load_spec
+from raystudy.spec import SpecError, TrialConfig
+from raystudy.spec import search_space as search
 
 OPTUNA = "search: {{method: optuna, metric: dis/mig, mode: max, num_samples: 4, space: {space}}}"
 RANDOM = "search: {{method: random, num_samples: {n}, space: {space}}}"
@@ -153,7 +154,8 @@ def test_random_space_is_checked_over_its_whole_range_not_just_its_draws(tmp_pat
 def test_a_rule_of_the_whole_block_is_left_to_the_spec_values() -> None:
     # checkpoint_every must be a multiple of report_every: a field on its own cannot say,
     # so the range check leaves it to the validation of each point with the spec's values.
-    assert search.check_space({"train": {"checkpoint_every": {"choice": [75, 150]}}}) == []
+    space = {"train": {"checkpoint_every": {"choice": [75, 150]}}}
+    assert search.check_space(space, TrialConfig) == []
 
 
 def test_check_space_is_fast_for_many_distributions() -> None:
@@ -171,7 +173,7 @@ def test_check_space_is_fast_for_many_distributions() -> None:
         "train": {"lr": {"loguniform": [1e-5, 1e-3]}, "batch_size": {"int": [8, 256, 8]}},
     }
     start = time.perf_counter()
-    assert search.check_space(space) == []
+    assert search.check_space(space, TrialConfig) == []
     assert time.perf_counter() - start < 0.5  # measured ~0.01 s
 
 

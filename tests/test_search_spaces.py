@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from raystudy.spec import load_spec
+from raystudy.checks import load_spec
 
 SPACES = sorted((Path(__file__).resolve().parents[1] / "search_spaces").glob("*.yaml"))
 

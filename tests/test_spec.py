@@ -9,15 +9,9 @@ import yaml
 from conftest import fresh_ray
 from typer.testing import CliRunner
 
-from raystudy.spec import (
-    SpecError,
-    StudySpec,
-    TrialConfig,
-    apply_overrides,
-    expand_grid,
-    load_spec,
-    validate_spec,
-)
+from raystudy.checks import load_spec, validate_spec
+from raystudy.models.params import trial_params
+from raystudy.spec import SpecError, StudySpec, TrialConfig, apply_overrides, expand_grid
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ROOT / "search_spaces" / "smoke.yaml"
@@ -148,7 +142,7 @@ def test_cli_rejects_a_bad_spec_before_ray_starts(tmp_path: Path) -> None:
 def test_a_trials_params_hold_only_the_hyperparameters_its_objective_reads() -> None:
     # MLflow filters and analyze --by group on these: a factor_vae must not show a beta.
     def params(**model: object) -> dict[str, object]:
-        flat = TrialConfig.model_validate({"model": model}).flat()
+        flat = trial_params(TrialConfig.model_validate({"model": model}))
         return {k.removeprefix("model."): v for k, v in flat.items() if k.startswith("model.")}
 
     common = {"architecture": "conv", "latent_dim": 10}
@@ -170,7 +164,7 @@ def test_a_trials_params_hold_only_the_hyperparameters_its_objective_reads() -> 
         "k": "random",
     }
     assert params(objective="gt_decoder") == {"objective": "gt_decoder", **common}
-    flat = TrialConfig.model_validate({}).flat()
+    flat = trial_params(TrialConfig.model_validate({}))
     assert {"seed", "train.lr", "evaluation.num_train", "dataset.name"} <= set(flat)
 
 

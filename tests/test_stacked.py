@@ -14,9 +14,10 @@ from tiny import LIGHT, SMOKE, tiny
 
 from raystudy.analysis.columns import RUN_NAME
 from raystudy.analysis.tune_results import load_tune_results
+from raystudy.checks import load_spec
 from raystudy.data import get_dataset, get_split
 from raystudy.models import VAE, build
-from raystudy.spec import ModelConfig, SpecError, TrainConfig, load_spec
+from raystudy.spec import ModelConfig, SpecError, TrainConfig
 from raystudy.stacked import train_stacked
 from raystudy.study.driver import run_study
 from raystudy.study.folder import StudyError

@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 
 from raystudy.analysis.correlations import spearman_table
 from raystudy.analysis.results import load_results
+from raystudy.checks import load_spec
 from raystudy.cli import app
-from raystudy.spec import load_spec
 from raystudy.study.driver import run_study
 from raystudy.study.folder import StudyError, StudyInfo
 from raystudy.tags import PARENT_TAG, STUDY_TAG, TRIAL_ID_TAG, TRIAL_RUNS

@@ -23,8 +23,8 @@ import pytest
 import typer
 from tiny import LIGHT, SMOKE, tiny
 
+from raystudy.checks import load_spec
 from raystudy.cli import _report
-from raystudy.spec import load_spec
 from raystudy.study.driver import StudyOutcome, _finish, check_optuna_study
 from raystudy.study.folder import StudyError, StudyInfo
 from raystudy.study.status import study_status

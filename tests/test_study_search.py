@@ -9,8 +9,9 @@ import optuna
 import pytest
 from tiny import LIGHT, SMOKE, tiny
 
-from raystudy.search import random_points
-from raystudy.spec import SpecError, load_spec
+from raystudy.checks import load_spec
+from raystudy.spec import SpecError
+from raystudy.spec.search_space import random_points
 from raystudy.study.driver import run_study
 from raystudy.study.folder import StudyInfo
 from raystudy.tags import TRIAL_RUNS

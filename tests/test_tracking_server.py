@@ -9,7 +9,7 @@ import pytest
 from mlflow_server import MlflowServer
 from tiny import LIGHT, SMOKE, tiny
 
-from raystudy.spec import load_spec
+from raystudy.checks import load_spec
 from raystudy.study.driver import run_study
 from raystudy.tags import TRIAL_RUNS
 

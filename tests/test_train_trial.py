@@ -10,7 +10,8 @@ from mlflow.tracking import MlflowClient
 from reporters import StopAfter
 
 from raystudy.data import get_dataset
-from raystudy.spec import TrialConfig, reported_metrics
+from raystudy.metrics.reported import reported_metrics
+from raystudy.spec import TrialConfig
 from raystudy.trial import LocalReporter, TrialContext, build_split, run_trial
 
 

@@ -16,10 +16,10 @@ from typing import Any
 import pandas as pd
 
 from raystudy.analysis.columns import ERROR, METRIC, PARAM, RUN_NAME
+from raystudy.data.splits import split_tag
 from raystudy.study.folder import StudyInfo, load_study_spec, tune_dir_of
 from raystudy.study.records import model_params, models_of
 from raystudy.tags import SOURCE_TAG, SPLIT_TAG, STUDY_TAG, TRIAL_ID_TAG, column
-from raystudy.trial import split_tag
 from raystudy.tune.state import FINISHED, read_tune_trials
 
 
@@ -39,7 +39,7 @@ def load_tune_results(study_dir: Path) -> pd.DataFrame:
                 column(TRIAL_ID_TAG): trial.trial_id,
                 column(STUDY_TAG): info.name,
                 column(SOURCE_TAG): "tune",
-                column(SPLIT_TAG): split_tag(config),
+                column(SPLIT_TAG): split_tag(config.split),
                 **{column(k): v for k, v in tags.items()},
             }
             if trial.outcome != FINISHED and trial.error:

@@ -367,6 +367,11 @@ SPLITS: Registry[SplitFactory] = Registry("split")
 _REQUIRED_FACTORS: dict[str, tuple[str, ...]] = {}
 
 
+def split_tag(split: str | Mapping[str, Any]) -> str:
+    """The run tag `split`: a built-in split's name, or "custom" for one written in the spec."""
+    return split if isinstance(split, str) else "custom"
+
+
 def register_split(
     name: str, requires: tuple[str, ...] = ()
 ) -> Callable[[SplitFactory], SplitFactory]:

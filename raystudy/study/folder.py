@@ -191,7 +191,8 @@ def load_study_spec(study_dir: Path, check_data: bool = False) -> StudySpec:
     """The study's resolved spec. Reading results needs no dataset file, so the data are
     checked only on request (`resume`, which runs trials); a spec that no longer validates
     is a StudyError saying so."""
-    from raystudy.spec import SpecError, load_spec
+    from raystudy.checks import load_spec
+    from raystudy.spec import SpecError
 
     try:
         return load_spec(study_dir / SPEC_FILE, check_data=check_data)

@@ -13,11 +13,12 @@ from collections.abc import Container
 from pathlib import Path
 from typing import Any
 
+from raystudy.data.splits import split_tag
+from raystudy.models.params import trial_params
 from raystudy.spec import StudySpec, TrialConfig, deep_merge
 from raystudy.study.folder import StudyError, load_study_spec, tune_dir_of
 from raystudy.tags import SPLIT_TAG, STACK_TAG, STUDY_TAG
 from raystudy.tracking.reader import RunRecord
-from raystudy.trial import split_tag
 from raystudy.trial_stack import STACK_KEYS, member_keys
 from raystudy.tune.points import STACK, trial_config, trial_labels
 from raystudy.tune.state import TuneTrial, read_tune_trials
@@ -55,7 +56,7 @@ def models_of(
 def model_params(trial: TuneTrial, config: TrialConfig, stacks: list[list[int]]) -> dict[str, Any]:
     """A model's MLflow params as its trial logged them (but the model-cost ones): its
     config, and in a stacked trial that stack's size (`stacks`: the spec's `stacks()`)."""
-    params: dict[str, Any] = config.flat()
+    params: dict[str, Any] = trial_params(config)
     if STACK in trial.config:
         params["seeds_per_trial"] = len(stacks[trial.config[STACK]])
     return params
@@ -86,7 +87,7 @@ def run_records(study_dir: Path, skip: Container[str] = ()) -> list[RunRecord]:
                     params=params,
                     tags={
                         STUDY_TAG: spec.name,
-                        SPLIT_TAG: split_tag(config),
+                        SPLIT_TAG: split_tag(config.split),
                         **tags,
                     },
                     history=model.history(),

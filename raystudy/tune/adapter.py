@@ -22,8 +22,8 @@ from typing import Any
 import torch
 from ray.tune.search.optuna import OptunaSearch
 
-from raystudy.search import define_by_run
 from raystudy.spec import StudySpec, TrialConfig, deep_merge
+from raystudy.spec.search_space import define_by_run
 from raystudy.trial import TrialContext, run_trial
 from raystudy.tune.cluster import TuneSetupError
 from raystudy.tune.points import (

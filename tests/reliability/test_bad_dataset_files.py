@@ -15,11 +15,12 @@ import pytest
 from conftest import fresh_ray
 from typer.testing import CliRunner
 
+from raystudy.checks import load_spec
 from raystudy.cli import app
 from raystudy.data import Split, get_dataset
 from raystudy.data.file_arrays import DatasetFileError
 from raystudy.data.registry import DatasetOptionError
-from raystudy.spec import SpecError, load_spec
+from raystudy.spec import SpecError
 from raystudy.study.folder import StudyError, StudyInfo, load_study_spec
 
 DSPRITES_SIZES = (1, 3, 6, 40, 32, 32)

@@ -9,8 +9,9 @@ import pytest
 from conftest import fresh_ray
 from typer.testing import CliRunner
 
+from raystudy.checks import load_spec
 from raystudy.cli import app
-from raystudy.spec import MAX_DEPTH, MAX_TRIALS, SpecError, load_spec
+from raystudy.spec import MAX_DEPTH, MAX_TRIALS, SpecError
 
 # A custom split on colour-dSprites (hue has 12 values, pos_x 32): its sets are selectors.
 SPLIT = "split: {{encoder: {encoder}, scenarios: {{s: {{train: {train}, test: {test}{extra}}}}}}}"

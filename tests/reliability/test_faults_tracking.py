@@ -23,8 +23,8 @@ from tiny import LIGHT, SMOKE, tiny
 from typer.testing import CliRunner
 
 from raystudy.analysis.columns import RUN_NAME
+from raystudy.checks import load_spec
 from raystudy.cli import app
-from raystudy.spec import load_spec
 from raystudy.study.driver import resume_study, run_study
 from raystudy.tags import SYNCED_TAG
 from raystudy.tune.state import TUNE_DIR, read_tune_trials

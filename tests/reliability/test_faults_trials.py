@@ -21,8 +21,8 @@ from typer.testing import CliRunner
 
 from raystudy.analysis.columns import ERROR, RUN_NAME
 from raystudy.analysis.tune_results import load_tune_results
+from raystudy.checks import load_spec
 from raystudy.cli import app
-from raystudy.spec import load_spec
 from raystudy.study.driver import run_study
 from raystudy.tags import DIVERGED_TAG, ERROR_TAG
 from raystudy.tune.state import FINISHED, TUNE_DIR

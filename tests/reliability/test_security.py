@@ -26,10 +26,11 @@ import yaml
 from typer.testing import CliRunner
 
 from raystudy.analysis.synthetic import planted_results
+from raystudy.checks import load_spec
 from raystudy.cli import app
 from raystudy.data import get_dataset
 from raystudy.data.file_arrays import DatasetFileError
-from raystudy.spec import SpecError, load_spec
+from raystudy.spec import SpecError
 from raystudy.study.folder import StudyInfo
 from raystudy.tags import ERROR_TAG, STUDY_TAG
 from raystudy.tracking.writer import StudyTracker, TrialRun, default_uri

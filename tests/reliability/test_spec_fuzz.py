@@ -24,9 +24,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
+from raystudy.checks import load_spec
 from raystudy.data import DATASETS, SPLITS
 from raystudy.models import ARCHITECTURES, OBJECTIVES
-from raystudy.spec import SpecError, StudySpec, load_spec
+from raystudy.spec import SpecError, StudySpec
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = sorted((ROOT / "search_spaces").glob("*.yaml"))

@@ -127,14 +127,17 @@ def _submodel(model: type[BaseModel] | None, name: Any) -> type[BaseModel] | Non
     return models[0] if models else None
 
 
-def field_problem(model: type[BaseModel], name: str, value: Any) -> str | None:
-    """Why field `name` of `model` refuses `value` on its own (None: it accepts it).
+def field_problem(
+    model: type[BaseModel], name: str, value: Any, context: Mapping[str, Any] | None = None
+) -> str | None:
+    """Why field `name` of `model` refuses `value` on its own (None: it accepts it), under
+    the validation `context` (the registered names, `raystudy.spec.trial_config.NAMES`).
 
     Only the field's own rules count: a rule of the whole block (checkpoint_every a multiple
-    of report_every) depends on the spec's other values, which validate_spec checks with them.
+    of report_every) depends on the spec's other values, which validate_schema checks with them.
     """
     try:
-        model.model_validate({name: value})
+        model.model_validate({name: value}, context=context)
     except ValidationError as exc:
         messages = [
             str(err["msg"]).removeprefix("Value error, ")
@@ -146,22 +149,26 @@ def field_problem(model: type[BaseModel], name: str, value: Any) -> str | None:
 
 
 def check_space(
-    node: Any, path: str = "search.space", config: type[BaseModel] | None = None
+    node: Any,
+    config: type[BaseModel],
+    path: str = "search.space",
+    context: Mapping[str, Any] | None = None,
 ) -> list[tuple[str, str]]:
     """Problems of a space, as (field path, message) pairs: a distribution's arguments, and a
     value it can produce that the field it sets refuses. `config` is the model the space's top
-    keys are fields of (None: the trial config)."""
-    if config is None:
-        # raystudy.spec imports this module, so its trial config is only there at call time.
-        from raystudy.spec import TrialConfig
-
-        config = TrialConfig
+    keys are fields of (the trial config); `context` is passed to its validation."""
     if isinstance(node, Mapping) and not is_distribution(node):
-        return [p for k, v in node.items() for p in _check(v, f"{path}.{k}", config, k)]
-    return _check(node, path, None, None)
+        return [p for k, v in node.items() for p in _check(v, f"{path}.{k}", config, k, context)]
+    return _check(node, path, None, None, context)
 
 
-def _check(node: Any, path: str, owner: type[BaseModel] | None, name: Any) -> list[tuple[str, str]]:
+def _check(
+    node: Any,
+    path: str,
+    owner: type[BaseModel] | None,
+    name: Any,
+    context: Mapping[str, Any] | None,
+) -> list[tuple[str, str]]:
     """Problems of `node`, which sets field `name` of `owner` (None: a field we cannot see)."""
     problems: list[tuple[str, str]] = []
     if is_distribution(node):
@@ -174,7 +181,7 @@ def _check(node: Any, path: str, owner: type[BaseModel] | None, name: Any) -> li
         refused = [
             f"{what} {value!r} ({why})"
             for what, value in reachable(kind, args)
-            if (why := field_problem(owner, name, value)) is not None
+            if (why := field_problem(owner, name, value, context)) is not None
         ]
         if not refused:
             return []
@@ -187,7 +194,7 @@ def _check(node: Any, path: str, owner: type[BaseModel] | None, name: Any) -> li
     if isinstance(node, Mapping):
         inner = _submodel(owner, name)
         for key, value in node.items():
-            problems += _check(value, f"{path}.{key}", inner, key)
+            problems += _check(value, f"{path}.{key}", inner, key, context)
     elif isinstance(node, list):
         if not node:
             problems.append((path, "an empty list of alternatives"))
@@ -198,7 +205,7 @@ def _check(node: Any, path: str, owner: type[BaseModel] | None, name: Any) -> li
                 )
             else:
                 # An alternative sets the fields of the same block as the list it is in.
-                problems += _check(item, f"{path}[{i}]", owner, name)
+                problems += _check(item, f"{path}[{i}]", owner, name, context)
     return problems
 
 

@@ -1,0 +1,285 @@
+"""The study spec: base trial values, the grid or search space over them, and how the study
+is run (search, execution, resources) and tracked (the MLflow store).
+
+Only what a field holds on its own and what the fields of one block say together are checked
+here; what needs datasets, models or metrics is checked above, in `raystudy.checks`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, ValidationInfo, field_validator, model_validator
+
+from raystudy.spec.grid import deep_merge, expand_grid, flatten
+from raystudy.spec.search_space import check_space, random_points
+from raystudy.spec.trial_config import (
+    NAME_MAX_LENGTH,
+    NAME_PATTERN,
+    SEED_LIMIT,
+    TrialConfig,
+    _Strict,
+    _TrialFields,
+)
+
+
+class AshaConfig(_Strict):
+    """Early stopping of poor trials on a metric reported during training (Li et al. 2020)."""
+
+    metric: str = "train/loss"
+    mode: Literal["min", "max"] = "min"
+    grace_period: int = Field(2, ge=1, description="reports before a trial can be stopped")
+    reduction_factor: float = Field(2.0, gt=1.0)
+    max_t: int = Field(100, ge=1, description="reports a trial may make at most")
+
+    @model_validator(mode="after")
+    def _grace_within_budget(self) -> AshaConfig:
+        if self.grace_period > self.max_t:
+            raise ValueError(
+                f"grace_period ({self.grace_period}) must be at most max_t ({self.max_t}): "
+                "no trial could be stopped before its last report"
+            )
+        return self
+
+
+class SearchConfig(_Strict):
+    """grid: the `grid` field; random / optuna: `num_samples` draws from `space`."""
+
+    method: Literal["grid", "random", "optuna"] = "grid"
+    space: dict[str, Any] = Field(default_factory=dict)
+    num_samples: int = Field(10, ge=1)
+    metric: str | list[str] | None = None
+    mode: Literal["min", "max"] | list[Literal["min", "max"]] | None = None
+    sampler: Literal["tpe", "nsga2", "random"] = "tpe"
+    storage: str | None = Field(
+        None, description="Optuna storage URL; null -> sqlite optuna.db in the study folder"
+    )
+    seed: int = Field(0, ge=0, lt=SEED_LIMIT)
+    asha: AshaConfig | None = None
+
+    @field_validator("storage")
+    @classmethod
+    def _storage_url(cls, v: str | None) -> str | None:
+        from sqlalchemy.engine import make_url
+        from sqlalchemy.exc import ArgumentError
+
+        if v is None:
+            return v
+        try:
+            url = make_url(v)
+        except ArgumentError:
+            raise ValueError(
+                f"{v!r} is not a database URL: use sqlite:///path/to/optuna.db, "
+                "postgresql://user@host/db, mysql://... or null (optuna.db in the study folder)"
+            ) from None
+        return _absolute_sqlite(v, "search.storage") if url.get_backend_name() == "sqlite" else v
+
+    @model_validator(mode="after")
+    def _consistent(self, info: ValidationInfo) -> SearchConfig:
+        problems = check_space(self.space, config=TrialConfig, context=info.context)
+        if problems:
+            raise ValueError("; ".join(f"{p.removeprefix('search.')}: {m}" for p, m in problems))
+        if self.method == "grid" and self.space:
+            raise ValueError("space is for method random or optuna; a grid goes in `grid`")
+        if self.method != "grid" and not self.space:
+            raise ValueError(f"method {self.method} samples from `space`, which is empty")
+        # Settings another method would read: silently ignored, they would mislead.
+        # Compared with the defaults, not the fields set: a saved spec.yaml sets them all.
+        ignored = {"grid": ("num_samples",), "random": ()}.get(self.method, ())
+        if self.method != "optuna":
+            ignored += ("metric", "mode", "sampler", "storage")
+        fields = type(self).model_fields
+        unused = [n for n in ignored if getattr(self, n) != fields[n].default]
+        if unused:
+            raise ValueError(
+                f"{', '.join(unused)} {'has' if len(unused) == 1 else 'have'} no effect with "
+                f"method {self.method}: num_samples is for random and optuna, metric, mode, "
+                "sampler and storage for optuna (ASHA's metric goes in asha.metric)"
+            )
+        if self.method == "optuna":
+            metrics = self.metric if isinstance(self.metric, list) else [self.metric]
+            modes = self.mode if isinstance(self.mode, list) else [self.mode]
+            if self.metric is None or self.mode is None or not metrics:
+                raise ValueError("method optuna needs `metric` and `mode` (min or max)")
+            if len(metrics) != len(modes):
+                raise ValueError(f"{len(metrics)} metrics but {len(modes)} modes")
+            if len(set(metrics)) != len(metrics):
+                raise ValueError(f"a metric is named twice in {metrics}")
+            if len(metrics) > 1 and self.asha is not None:
+                raise ValueError("asha stops on one metric; not with multi-objective search")
+        return self
+
+
+class ExecutionConfig(_Strict):
+    """How Tune runs the trials."""
+
+    max_failures: int = Field(1, ge=0, description="retries of a failed trial from its checkpoint")
+    time_budget_s: float | None = Field(None, gt=0, description="stop the study after this")
+    max_concurrent_trials: int | None = Field(None, ge=1)
+    seeds_per_trial: int = Field(
+        1,
+        ge=1,
+        description="grid points that differ only in `seed` (and in the keys of `stack_over`) "
+        "train together, this many per trial, as one batched model; each still gets its own "
+        "MLflow run",
+    )
+    stack_over: list[str] = Field(
+        default_factory=list,
+        description="model hyperparameters in which the models of one trial may also differ, "
+        "e.g. [model.beta]: only weights of a loss term (each objective's `loss_weights`); "
+        "needs seeds_per_trial > 1",
+    )
+
+
+class ResourcesConfig(_Strict):
+    cpu: float = Field(1.0, gt=0.0, description="CPUs per trial (also torch's thread count)")
+    gpu: float = Field(
+        0.0, ge=0.0, description="GPUs per trial, fractional to share one; ignored without GPUs"
+    )
+    autoscale: Literal["auto"] | bool = Field(
+        "auto",
+        description="which nodes a request may wait for: auto = existing ones and the node "
+        "types the cluster's autoscaler can launch (raystudy.resources); true = trust the "
+        "request as written; false = existing nodes only",
+    )
+
+    @field_validator("autoscale", mode="before")
+    @classmethod
+    def _auto_true_false(cls, v: Any) -> Any:
+        # One clear message instead of pydantic's two (one per member of the union).
+        if isinstance(v, bool):
+            return v
+        if isinstance(v, str) and v.lower() in ("auto", "true", "false"):
+            return {"auto": "auto", "true": True, "false": False}[v.lower()]
+        raise ValueError("expected auto, true or false")  # the caller adds what it got
+
+    @field_validator("gpu")
+    @classmethod
+    def _whole_above_one(cls, v: float) -> float:
+        # Ray hands out a GPU in fractions but more than one only whole: 1.5 would fail deep
+        # inside Tune ("Tracked actor is not managed by this event manager").
+        if v > 1 and not float(v).is_integer():
+            raise ValueError(
+                f"{v:g} GPUs per trial: a fraction below 1 shares a GPU, above 1 only whole "
+                "GPUs (2, 3, ...) can be asked for"
+            )
+        return v
+
+
+#: MLflow tracking stores a study can share between its driver and every trial process
+#: (SQLAlchemy database schemes may name a driver: postgresql+psycopg2).
+TRACKING_SCHEMES = ("sqlite", "postgresql", "mysql", "mssql", "http", "https", "databricks")
+FILE_STORE_OPT_IN = "MLFLOW_ALLOW_FILE_STORE"
+#: What `tracking.uri` may be, for every message about one that cannot be used.
+ALLOWED_TRACKING_URIS = (
+    "null (a sqlite store in the study folder), sqlite:///PATH.db, http(s)://HOST:PORT of an "
+    "MLflow server, or a database URL (" + ", ".join(f"{s}://" for s in TRACKING_SCHEMES[1:4]) + ")"
+)
+
+
+def _absolute_sqlite(url: str, field: str) -> str:
+    """`sqlite:///rel.db` made absolute: every trial runs in a working folder of its own, where
+    a relative path would name another, empty database (and a resumed study, started from
+    another folder, yet another)."""
+    rest = url.removeprefix("sqlite://")
+    if not rest.startswith("/") or rest == "/":
+        raise ValueError(
+            f"{field} {url!r} names no database file: use sqlite:///path/to/file.db "
+            "(a file is shared by every trial process; an in-memory one is not)"
+        )
+    path = rest[1:]
+    return url if path.startswith("/") else "sqlite:///" + str(Path(path).resolve())
+
+
+class TrackingConfig(_Strict):
+    uri: str | None = Field(None, description="MLflow tracking URI; null -> sqlite in the study")
+
+    @field_validator("uri")
+    @classmethod
+    def _store_usable(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        scheme = v.partition("://")[0].lower() if "://" in v else ""
+        if scheme == "sqlite":
+            return _absolute_sqlite(v, "tracking.uri")
+        if scheme.split("+")[0] in TRACKING_SCHEMES:
+            return v
+        if scheme in ("", "file"):
+            # MLflow 3 refuses its file store unless told otherwise, in every process.
+            if os.environ.get(FILE_STORE_OPT_IN, "").lower() == "true":
+                return v if scheme else Path(v).resolve().as_uri()  # see _absolute_sqlite
+            raise ValueError(
+                f"{v!r} is an MLflow file store, which MLflow 3 refuses unless "
+                f"{FILE_STORE_OPT_IN}=true is set; allowed: {ALLOWED_TRACKING_URIS}"
+            )
+        raise ValueError(
+            f"unknown tracking store scheme {scheme!r} in {v!r}; allowed: {ALLOWED_TRACKING_URIS}"
+        )
+
+
+TRIAL_FIELDS = tuple(TrialConfig.model_fields)
+
+
+class StudySpec(_TrialFields):
+    """A study: base trial values, the grid over them, and how to run and track it."""
+
+    name: str = Field(
+        pattern=NAME_PATTERN,
+        max_length=NAME_MAX_LENGTH,
+        description="the MLflow experiment and output folder",
+    )
+    grid: dict[str, Any] = Field(default_factory=dict)
+    search: SearchConfig = Field(default_factory=SearchConfig)
+    execution: ExecutionConfig = Field(default_factory=ExecutionConfig)
+    resources: ResourcesConfig = Field(default_factory=ResourcesConfig)
+    tracking: TrackingConfig = Field(default_factory=TrackingConfig)
+
+    def base(self) -> dict[str, Any]:
+        dumped = self.model_dump(mode="json")
+        return {k: dumped[k] for k in TRIAL_FIELDS}
+
+    def trials(self) -> list[TrialConfig]:
+        """Every grid point merged into the base values; validated (the spec already was)."""
+        return [TrialConfig.model_validate(deep_merge(self.base(), p)) for p in self.points()]
+
+    def points(self) -> list[dict[str, Any]]:
+        """The fixed trial overrides: grid points, or the random draws. Empty for optuna,
+        whose points are chosen while the study runs."""
+        if self.search.method == "random":
+            return random_points(self.search.space, self.search.num_samples, self.search.seed)
+        if self.search.method == "optuna":
+            return []
+        return expand_grid(self.grid)
+
+    def num_trials(self) -> int:
+        """Models the study trains (one MLflow run each)."""
+        return self.search.num_samples if self.search.method == "optuna" else len(self.points())
+
+    def stacks(self) -> list[list[int]]:
+        """The Tune trials as indices into `points()`: with `execution.seeds_per_trial` S > 1,
+        points equal in everything but `seed` (and the keys of `execution.stack_over`) are
+        grouped, in grid order, S at a time (the last group of a kind may be smaller); with
+        S = 1 every point is its own trial."""
+        points = self.points()
+        size = self.execution.seeds_per_trial
+        if size == 1:
+            return [[i] for i in range(len(points))]
+        apart = {"seed", *self.execution.stack_over}
+        groups: dict[str, list[int]] = {}
+        for i, point in enumerate(points):
+            rest = {k: v for k, v in flatten(point).items() if k not in apart}
+            groups.setdefault(repr(sorted(rest.items())), []).append(i)
+        return [
+            members[j : j + size]
+            for members in groups.values()
+            for j in range(0, len(members), size)
+        ]
+
+    def num_tune_trials(self) -> int:
+        """Tune trials: models, or stacks of seeds trained together."""
+        return self.num_trials() if self.search.method == "optuna" else len(self.stacks())
+
+
+# -- grid expansion ------------------------------------------------------------------------
