@@ -10,7 +10,7 @@ the smoke study's model (conv beta-VAE, 10 latents, colour-dSprites 64x64), same
   core's vector units;
 - per layer: GFLOP/s of each convolution of the model, forward and backward, at the step's
   batch and at 4x it (what a larger batch, or perfectly fused stacking, could reach);
-- step: the training step through `raystudy.train.train` at `--batch`, FLOPs counted by
+- step: the training step through `raystudy.training.loop.train` at `--batch`, FLOPs counted by
   torch's FlopCounterMode (`model.flops_per_step`) over seconds per step.
 
 Every time is the best of `--rounds` after a warm-up (this VM's speed wanders by tens of
@@ -37,8 +37,8 @@ from bench._table import Load, markdown, record, write_json
 from bench.seeds_per_trial import smoke_config
 from raystudy.data import get_dataset
 from raystudy.models import build, model_cost
-from raystudy.train import train
-from raystudy.trial import build_split
+from raystudy.scoring import build_split
+from raystudy.training.loop import train
 
 
 def _best_seconds(fn: Any, rounds: int) -> float:
@@ -170,7 +170,7 @@ def table(payload: dict[str, Any]) -> str:
         (
             f"training step ({step['flops_per_step'] / 1e9:.2f} GFLOP, "
             f"{1e3 * step['s_per_step']:.0f} ms)",
-            "raystudy.train",
+            "raystudy.training.loop",
             f"{step['gflops']:.1f}",
             "",
         ),

@@ -3,7 +3,7 @@
     python -m bench.cpu_share [--seconds 20] [--rounds 3] [--json PATH]
 
 raystudy gives each trial as many torch threads as it asks for CPUs (`resources.cpu`, see
-`raystudy.trial.run_trial`), so that Ray's packing of trials onto cores is also how threads
+`raystudy.trials.single.run_trial`), so that Ray's packing of trials onto cores is also how threads
 land on cores: concurrent trials never ask for more threads than there are cores. This
 measures the choice on this machine with the training step of a study (conv beta-VAE,
 colour-dSprites rendered per step, batch 64, Adam), each configuration as separate worker
@@ -51,7 +51,7 @@ def worker(threads: int, start_at: float, seconds: float) -> None:
 
     from raystudy.data import get_dataset, get_split
     from raystudy.models import build_model, get_objective
-    from raystudy.train import BatchSampler
+    from raystudy.training.loop import BatchSampler
 
     torch.set_num_threads(threads)
     dataset = get_dataset("color_dsprites")

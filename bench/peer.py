@@ -22,7 +22,7 @@ objective are checked to give the same loss on the same weights, batch and seed.
 Four variants, alternating round by round (`bench._table.interleaved`), each timed per step
 in its steady state (from the end of a round's first step to the end of its last):
 
-- ``raystudy``: `raystudy.train.train` with raystudy's conv model (disentanglement_lib's);
+- ``raystudy``: `raystudy.training.loop.train` with raystudy's conv model (disentanglement_lib's);
   it samples and renders every batch, and reports once per round
   (`bench.train_step.steady_seconds_per_step`);
 - ``disent``: disent's `BetaVae` under a Lightning `Trainer`, with its own `EncoderConv64` /

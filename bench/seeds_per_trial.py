@@ -7,13 +7,13 @@
 The smoke study's model and training settings (`search_spaces/smoke.yaml`: conv beta-VAE,
 10 latents, batch 32, colour-dSprites under the Dittadi hue split), one torch thread on CPU.
 
-- training (always): per S, `--steps` steps of S lone ``raystudy.train.train`` runs one after
-  another against one ``raystudy.stacked.train_stacked`` of the same S seeds, alternating round
-  by round (`bench._table.interleaved`); the speed-up is the median per-round ratio of the
-  two wall times, i.e. how many more models per hour the stack trains.
+- training (always): per S, `--steps` steps of S lone ``raystudy.training.loop.train`` runs one
+  after another against one ``raystudy.training.stacked.train_stacked`` of the same S seeds,
+  alternating round by round (`bench._table.interleaved`); the speed-up is the median
+  per-round ratio of the two wall times, i.e. how many more models per hour the stack trains.
 - whole trials (``--trials``): S complete smoke-size trials (300 steps, evaluation, artifacts,
-  a sqlite MLflow store) run one after another in this process (`raystudy.trial.run_trial`)
-  against one stacked trial (`raystudy.trial_stack.run_seed_stack`) of the same S seeds: the
+  a sqlite MLflow store) run one after another in this process (`raystudy.trials.single.run_trial`)
+  against one stacked trial (`raystudy.trials.stacked.run_seed_stack`) of the same S seeds: the
   models-per-hour a core delivers either way, training and evaluation included (median
   over ``--trial-rounds`` rounds of alternating order).
 
@@ -38,11 +38,13 @@ from bench._table import Load, interleaved, markdown, median_ratio, quartiles, r
 from raystudy.checks import load_spec
 from raystudy.data import get_dataset
 from raystudy.models import build
+from raystudy.scoring import build_split
 from raystudy.spec import TrialConfig
-from raystudy.stacked import train_stacked
-from raystudy.train import train
-from raystudy.trial import LocalReporter, TrialContext, build_split, run_trial
-from raystudy.trial_stack import run_seed_stack
+from raystudy.training.loop import train
+from raystudy.training.stacked import train_stacked
+from raystudy.trials.common import TrialContext
+from raystudy.trials.single import LocalReporter, run_trial
+from raystudy.trials.stacked import run_seed_stack
 from raystudy.tune.points import trial_labels
 
 SMOKE = Path(__file__).resolve().parents[1] / "search_spaces" / "smoke.yaml"

@@ -70,7 +70,8 @@ def seeds(n: int) -> str:
 def run_sequential(spec: Any, folder: Path, n: int) -> tuple[str, str]:
     """The first `n` trials of `spec` one after another here; (tracking uri, experiment)."""
     from raystudy.tracking.writer import StudyTracker, default_uri
-    from raystudy.trial import LocalReporter, TrialContext, run_trial
+    from raystudy.trials.common import TrialContext
+    from raystudy.trials.single import LocalReporter, run_trial
 
     folder.mkdir(parents=True)
     uri = default_uri(folder)
@@ -143,8 +144,8 @@ def calibrate_steps(spec: Any, seconds: float) -> tuple[int, float]:
 
     from raystudy.data import get_dataset
     from raystudy.models import build
-    from raystudy.train import train
-    from raystudy.trial import build_split
+    from raystudy.scoring import build_split
+    from raystudy.training.loop import train
 
     config = spec.trials()[0]
     torch.set_num_threads(int(spec.resources.cpu))

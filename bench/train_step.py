@@ -6,7 +6,7 @@ The standard conv beta-VAE (disentanglement_lib's architecture, 10 latents, beta
 64, Adam lr 1e-4: `TrainConfig`'s defaults), per case (dataset, split, input noise) and torch
 thread count, in one process:
 
-- raystudy: ``raystudy.train.train``, one call of `--steps` + 1 steps per round, continuing
+- raystudy: ``raystudy.training.loop.train``, one call of `--steps` + 1 steps per round, continuing
   the same model from round to round, timed from the end of its first step to its end
   (`steady_seconds_per_step`). Each step samples factor indices inside the split's encoder
   set, renders them, adds the input noise when the case asks for it, runs the objective,
@@ -58,7 +58,7 @@ from raystudy.data import GroundTruthDataset, Split, get_dataset, get_split
 from raystudy.models import build_model, get_objective
 from raystudy.models.objectives import Batch, Objective
 from raystudy.spec import TrainConfig
-from raystudy.train import BatchSampler, train
+from raystudy.training.loop import BatchSampler, train
 
 #: (dataset, split, input noise): the two datasets of the shipped studies, noise on and off.
 CASES = (

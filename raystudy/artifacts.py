@@ -14,10 +14,18 @@ points), so drawing it costs a few seconds whatever `evaluation.num_train` is; t
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import torch
 from matplotlib.figure import Figure
 from numpy.typing import NDArray
+
+from raystudy.data import GroundTruthDataset, Split
+from raystudy.metrics.dci import completeness, disentanglement, importance_matrix
+from raystudy.models import VAE
+from raystudy.scoring import encode_means
+from raystudy.spec import TrialConfig
 
 DCI_TRAIN, DCI_TEST = 500, 250
 TRAVERSAL_STEPS = 7
@@ -107,3 +115,61 @@ def _square(x: float, y: float, side: float, colour: str) -> object:
     from matplotlib.patches import Rectangle
 
     return Rectangle((x, y), side, side, facecolor=colour, edgecolor="none")
+
+
+def draw_traversals(
+    folder: Path, model: VAE, dataset: GroundTruthDataset, idx: np.ndarray, device: torch.device
+) -> Path:
+    """One row per code dimension, traversed from the code of the first image of `idx`."""
+    code = encode_means(model, dataset, idx[:1], device)[0]
+    # A ground-truth code lives in [0, 1] (normalised factors); a VAE code under its prior.
+    low, high = (0.0, 1.0) if model.code_is_ground_truth else (-2.0, 2.0)
+    values = np.linspace(low, high, TRAVERSAL_STEPS)
+    images = decode_images(model, traversal_codes(code, values), device)
+    grid = images.reshape(code.shape[0], values.size, *images.shape[1:])
+    path = folder / "traversals.png"
+    grid_figure(
+        grid,
+        [f"z{j}" for j in range(code.shape[0])],
+        [f"{v:+.2f}" for v in values],
+        "latent traversals: row j sets z_j to each value, the rest at one image's code",
+        xlabel="value of z_j",
+    ).savefig(path, dpi=110)
+    return path
+
+
+def draw_dci_importance(
+    folder: Path,
+    model: VAE,
+    dataset: GroundTruthDataset,
+    split: Split,
+    config: TrialConfig,
+    device: torch.device,
+) -> Path | None:
+    """DCI's importance matrix refitted on a capped sample (see `raystudy.artifacts`)."""
+    ev = config.evaluation
+    n_train = min(ev.num_train, DCI_TRAIN) or DCI_TRAIN
+    n_test = min(ev.num_test, DCI_TEST) or DCI_TEST
+    points = split.sample("encoder", n_train + n_test, np.random.default_rng([ev.seed, 5]))
+    varies = np.array([np.unique(points[:, k]).size > 1 for k in range(points.shape[1])])
+    if not varies.any():
+        return None
+    codes = encode_means(model, dataset, points, device)
+    importance, _, _ = importance_matrix(
+        codes[:n_train],
+        points[:n_train, varies],
+        codes[n_train:],
+        points[n_train:, varies],
+        seed=ev.seed,
+        # One thread: on a busy node, multi-threaded xgboost slowed ~20x here (each boosting
+        # round syncs its threads), and this small refit gains little from more.
+        n_jobs=1,
+    )
+    names = [n for n, v in zip(dataset.factors.names, varies, strict=True) if v]
+    title = (
+        f"DCI importance, refitted on {n_train} points: "
+        f"D={disentanglement(importance):.2f}, C={completeness(importance):.2f}"
+    )
+    path = folder / "dci_importance.png"
+    hinton_figure(importance, names, title).savefig(path, dpi=110)
+    return path

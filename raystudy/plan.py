@@ -17,9 +17,9 @@ import torch
 
 from raystudy.data import get_dataset
 from raystudy.models.factory import build
+from raystudy.scoring import build_split, score_model
 from raystudy.spec import StudySpec, TrialConfig
-from raystudy.train import train
-from raystudy.trial import build_split, evaluate
+from raystudy.training.loop import train
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ def calibrate(config: TrialConfig, steps: int = 10, threads: int = 1) -> Calibra
     train(model, objective, dataset, split, timed, seed=0, device=device)
     per_step = (time.perf_counter() - started) / steps
     started = time.perf_counter()
-    evaluate(model, dataset, split, config, device, n_jobs=threads)
+    score_model(model, dataset, split, config, device, n_jobs=threads)
     return Calibration(kind_of(config), per_step, time.perf_counter() - started)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from raystudy.trial import LocalReporter
+from raystudy.trials.single import LocalReporter
 
 
 class StopAfter(LocalReporter):

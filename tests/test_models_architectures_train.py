@@ -11,7 +11,7 @@ import torch
 from raystudy.data import get_dataset, get_split
 from raystudy.models import build
 from raystudy.spec import ModelConfig, TrainConfig
-from raystudy.train import BatchSampler, train
+from raystudy.training.loop import BatchSampler, train
 
 CPU = torch.device("cpu")
 

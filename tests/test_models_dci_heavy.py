@@ -30,9 +30,9 @@ import torch
 from raystudy.data import get_dataset, get_split
 from raystudy.metrics import dci
 from raystudy.models import build
+from raystudy.scoring import encode_means
 from raystudy.spec import ModelConfig, TrainConfig
-from raystudy.train import train
-from raystudy.trial import encode_means
+from raystudy.training.loop import train
 
 STEPS = int(os.environ.get("RAYSTUDY_DCI_STEPS", "3000"))
 THREADS = int(os.environ.get("RAYSTUDY_DCI_THREADS", "1"))

@@ -12,9 +12,9 @@ import torch
 from raystudy.data import get_dataset, get_split, split_from_spec
 from raystudy.metrics import dci
 from raystudy.models import build
+from raystudy.scoring import encode_means
 from raystudy.spec import ModelConfig, TrainConfig
-from raystudy.train import train
-from raystudy.trial import encode_means
+from raystudy.training.loop import train
 
 CPU = torch.device("cpu")
 

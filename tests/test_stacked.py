@@ -18,15 +18,16 @@ from raystudy.checks import load_spec
 from raystudy.data import get_dataset, get_split
 from raystudy.models import VAE, build
 from raystudy.spec import ModelConfig, SpecError, TrainConfig
-from raystudy.stacked import train_stacked
 from raystudy.study.driver import run_study
 from raystudy.study.folder import StudyError
 from raystudy.study.records import models_of, run_records
 from raystudy.tags import STACK_TAG, TRIAL_ID_TAG, TRIAL_RUNS, column
 from raystudy.tracking.writer import sync_run
-from raystudy.train import TrainingDiverged, train
-from raystudy.trial import LocalReporter, TrialContext
-from raystudy.trial_stack import run_seed_stack
+from raystudy.training.loop import TrainingDiverged, train
+from raystudy.training.stacked import train_stacked
+from raystudy.trials.common import TrialContext
+from raystudy.trials.single import LocalReporter
+from raystudy.trials.stacked import run_seed_stack
 from raystudy.tune.points import stack_labels
 from raystudy.tune.state import TuneTrial
 
@@ -388,16 +389,16 @@ def test_one_seeds_failed_evaluation_leaves_the_others_finished_in_tune_too(tmp_
     experiment = client.create_experiment("stack")
     base = load_spec(SMOKE, tiny("stack", LIGHT)).trials()[0]
     configs = [base.model_copy(update={"seed": s}) for s in (0, 1)]
-    from raystudy import trial_stack
+    from raystudy.trials import stacked as trial_stack
 
-    evaluate = trial_stack.evaluate
+    evaluate = trial_stack.score_model
 
     def fails_for_seed_1(model, dataset, split, config, device, n_jobs=1):
         if config.seed == 1:  # an injected fault in one model's evaluation only
             raise ValueError("probe failed on seed 1")
         return evaluate(model, dataset, split, config, device, n_jobs=n_jobs)
 
-    monkeypatch.setattr(trial_stack, "evaluate", fails_for_seed_1)
+    monkeypatch.setattr(trial_stack, "score_model", fails_for_seed_1)
     reporter = LocalReporter()
     with pytest.raises(ValueError, match="seed 1"):
         run_seed_stack(

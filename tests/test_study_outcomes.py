@@ -25,12 +25,12 @@ from tiny import LIGHT, SMOKE, tiny
 
 from raystudy.checks import load_spec
 from raystudy.cli import _report
+from raystudy.keys import EVALUATED
 from raystudy.study.driver import StudyOutcome, _finish, check_optuna_study
 from raystudy.study.folder import StudyError, StudyInfo
 from raystudy.study.status import study_status
 from raystudy.tags import ROLE_TAG, STOPPED_TAG, TRIAL_ID_TAG, TRIAL_ROLE, equals
 from raystudy.tracking.writer import StudyTracker, default_uri
-from raystudy.trial import EVALUATED
 from raystudy.tune.adapter import make_searcher, time_budget
 from raystudy.tune.state import FINISHED, TUNE_DIR, fit_outcomes, trial_outcome
 

@@ -11,8 +11,10 @@ from reporters import StopAfter
 
 from raystudy.data import get_dataset
 from raystudy.metrics.reported import reported_metrics
+from raystudy.scoring import build_split
 from raystudy.spec import TrialConfig
-from raystudy.trial import LocalReporter, TrialContext, build_split, run_trial
+from raystudy.trials.common import TrialContext
+from raystudy.trials.single import LocalReporter, run_trial
 
 
 def assert_names_declared(config: TrialConfig, results: dict[str, float]) -> None:

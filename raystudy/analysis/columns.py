@@ -1,4 +1,4 @@
-"""The metric-name contract (DESIGN.md Sec. 6) seen from the results table.
+"""The metric-key contract (`raystudy.keys`) seen from the results table.
 
 Columns of the table are `metrics.<name>`, `params.<dotted key>`, `tags.<tag>`. This module
 says which columns play which role in the analysis, so no other module parses names.
@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from raystudy.keys import DIS, DOWN, EVAL, TRANSFER, eval_key
+from raystudy.keys import parse_transfer as parse_key
 from raystudy.tags import ERROR_TAG, RUN_NAME_TAG, column
 
 METRIC = "metrics."
@@ -24,12 +26,12 @@ ERROR = column(ERROR_TAG)
 
 #: Unsupervised proxies a practitioner can compute without labels, and which way is better.
 #: ELBO is a log-likelihood bound (higher is better); recon is a negative log-likelihood.
-PROXY_DIRECTION = {"eval/elbo": "max", "eval/recon": "min"}
+PROXY_DIRECTION = {eval_key("elbo"): "max", eval_key("recon"): "min"}
 #: Reconstruction NLL on training combinations and on combinations never seen in training
 #: (Montero et al. 2021). The held-out name is the one evaluation is expected to log; the
 #: train one falls back to the plain held-out-image `eval/recon`.
-TRAIN_NLL = ("eval/recon_train", "eval/recon")
-HELDOUT_NLL = "eval/recon_heldout"
+TRAIN_NLL = (eval_key("recon_train"), eval_key("recon"))
+HELDOUT_NLL = eval_key("recon", heldout=True)
 
 
 def metric(name: str) -> str:
@@ -48,17 +50,17 @@ def _metrics(frame: pd.DataFrame, prefix: str) -> list[str]:
 
 def disentanglement_columns(frame: pd.DataFrame) -> list[str]:
     """`dis/*` scores, without training-set diagnostics such as `dis/dci_i_train`."""
-    return [c for c in _metrics(frame, "dis/") if not c.endswith("_train")]
+    return [c for c in _metrics(frame, DIS) if not c.endswith("_train")]
 
 
 def unsupervised_columns(frame: pd.DataFrame) -> list[str]:
     """`eval/*` scores measured without labels (ELBO, reconstruction, KL, ...)."""
-    return _metrics(frame, "eval/")
+    return _metrics(frame, EVAL)
 
 
 def downstream_columns(frame: pd.DataFrame) -> list[str]:
     """`down/*`: in-distribution downstream accuracy (e.g. `down/gbt10000_acc`)."""
-    return _metrics(frame, "down/")
+    return _metrics(frame, DOWN)
 
 
 def predictor_columns(frame: pd.DataFrame) -> list[str]:
@@ -78,17 +80,17 @@ class TransferScore:
 
 
 def parse_transfer(column: str) -> TransferScore | None:
-    parts = short(column).split("/")
-    if parts[0] != "transfer" or len(parts) not in (4, 5):
+    key = parse_key(short(column))
+    if key is None:
         return None
-    return TransferScore(column, *parts[1:4], parts[4] if len(parts) == 5 else None)
+    return TransferScore(column, key.scenario, key.probe, key.score, key.factor)
 
 
 def transfer_scores(
     frame: pd.DataFrame, scores: tuple[str, ...] = ("mae", "r2"), per_factor: bool = False
 ) -> list[TransferScore]:
     """The transfer columns of the given scores, aggregate (or per factor)."""
-    out = [parse_transfer(c) for c in frame.columns if c.startswith(METRIC + "transfer/")]
+    out = [parse_transfer(c) for c in frame.columns if c.startswith(METRIC + TRANSFER)]
     # Grouped by score in the order asked (all MAE, then all R^2): their signs are opposite.
     return sorted(
         (t for t in out if t and t.score in scores and (t.factor is not None) == per_factor),
@@ -108,7 +110,7 @@ def selection_direction(column: str) -> str | None:
     name = short(column)
     if name in PROXY_DIRECTION:
         return PROXY_DIRECTION[name]
-    if name.startswith(("dis/", "down/")):
+    if name.startswith((DIS, DOWN)):
         return "max"
     return None
 

@@ -11,6 +11,7 @@ import torch
 
 from raystudy.data.check import DataChecker
 from raystudy.data.splits import split_tag
+from raystudy.keys import TRAIN, train_key
 from raystudy.metrics.reported import reported_metrics
 from raystudy.models import build
 from raystudy.models.factory import example_batch
@@ -35,7 +36,7 @@ def search_metric_problems(
         named.append(("search.asha.metric", search.asha.metric))
     problems: list[tuple[str, str]] = []
     for field, metric in named:
-        final = not metric.startswith("train/")
+        final = not metric.startswith(TRAIN)
         if final and field == "search.asha.metric":
             problems.append(
                 (
@@ -46,7 +47,7 @@ def search_metric_problems(
                 )
             )
             continue
-        if metric in ("train/loss", "train/recon", "train/kl"):
+        if metric in (train_key("loss"), train_key("recon"), train_key("kl")):
             continue  # every objective reports these
         terms: dict[str, frozenset[str]] = {}  # the names depend on the objective alone
         for trial in trials:
@@ -93,7 +94,7 @@ def _train_terms_of(
             terms = objective(net, batch, step=0)
     except Exception:  # an objective that needs real values: its names stay unchecked
         return frozenset()
-    return frozenset(f"train/{k}" for k in terms.scalars())
+    return frozenset(train_key(k) for k in terms.scalars())
 
 
 def _train_terms(model: ModelConfig, ds: Any) -> frozenset[str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from raystudy.keys import eval_key, metric_key, transfer_key
 from raystudy.metrics import INTERVENTION_METRICS, METRICS, transfer
 from raystudy.metrics.registry import metric_outputs
 from raystudy.metrics.unsupervised import unsupervised
@@ -16,22 +17,22 @@ if TYPE_CHECKING:
 
 
 def reported_metrics(trial: TrialConfig, split: Split, factor_names: Sequence[str]) -> set[str]:
-    """The final scores a trial of this config reports (DESIGN.md Sec. 6): what
+    """The final scores a trial of this config reports (`raystudy.keys`): what
     `search.metric` may name besides the train/* losses."""
     ev = trial.evaluation
     out: set[str] = set()
     if ev.num_eval_images:
         plain = unsupervised.outputs  # type: ignore[attr-defined]
-        out |= {f"eval/{k}" for k in plain}
+        out |= {eval_key(k) for k in plain}
         if "heldout" in split.roles:
-            out |= {f"eval/{k}_heldout" for k in plain}
+            out |= {eval_key(k, heldout=True) for k in plain}
     for name in ev.metrics:
         fn = METRICS.get(name) if name in METRICS else INTERVENTION_METRICS.get(name)
         namespace = getattr(fn, "namespace", "dis")
-        out |= {f"{namespace}/{k}" for k in metric_outputs(name)}
+        out |= {metric_key(namespace, k) for k in metric_outputs(name)}
     for scenario in split.scenarios if ev.probes else ():
         for probe in ev.probes:
             for score in transfer.outputs:  # type: ignore[attr-defined]
-                head = f"transfer/{scenario}/{probe}/{score}"
-                out |= {head, *(f"{head}/{f}" for f in factor_names)}
+                out.add(transfer_key(scenario, probe, score))
+                out |= {transfer_key(scenario, probe, score, f) for f in factor_names}
     return out

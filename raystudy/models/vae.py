@@ -44,7 +44,7 @@ def noise_tape(draws: list[torch.Tensor] | None) -> Iterator[_NoiseTape]:
     """Inside, `standard_normal_like` replays `draws` in order (or, with None, records the
     shapes it is asked for and returns zeros).
 
-    Several models trained as one (`raystudy.stacked`) cannot each draw from their own
+    Several models trained as one (`raystudy.training.stacked`) cannot each draw from their own
     random stream inside `torch.func.vmap`; the loop draws each model's posterior noise
     outside, from that model's generator in the order a lone run would, and replays it here.
     """

@@ -14,12 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from raystudy.data.splits import split_tag
+from raystudy.keys import STACK_KEYS
 from raystudy.models.params import trial_params
 from raystudy.spec import StudySpec, TrialConfig, deep_merge
 from raystudy.study.folder import StudyError, load_study_spec, tune_dir_of
 from raystudy.tags import SPLIT_TAG, STACK_TAG, STUDY_TAG
 from raystudy.tracking.reader import RunRecord
-from raystudy.trial_stack import STACK_KEYS, member_keys
+from raystudy.trials.stacked import member_keys
 from raystudy.tune.points import STACK, trial_config, trial_labels
 from raystudy.tune.state import TuneTrial, read_tune_trials
 
@@ -29,7 +30,7 @@ def models_of(
 ) -> list[tuple[TuneTrial, TrialConfig, dict[str, str]]]:
     """The models a Tune trial trained, each as (its trial, its config, tags beyond the
     study's): the trial itself, or one per model of a stacked trial (`TuneTrial.member`),
-    named and keyed as their MLflow runs are (`raystudy.trial_stack`)."""
+    named and keyed as their MLflow runs are (`raystudy.trials.stacked`)."""
     points = spec.points()
     if STACK not in trial.config:
         return [(trial, trial_config(spec.base(), points, trial.config), {})]

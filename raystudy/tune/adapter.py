@@ -24,7 +24,8 @@ from ray.tune.search.optuna import OptunaSearch
 
 from raystudy.spec import StudySpec, TrialConfig, deep_merge
 from raystudy.spec.search_space import define_by_run
-from raystudy.trial import TrialContext, run_trial
+from raystudy.trials.common import TrialContext
+from raystudy.trials.single import run_trial
 from raystudy.tune.cluster import TuneSetupError
 from raystudy.tune.points import (
     POINT,
@@ -95,7 +96,7 @@ def _trainable(
     if config_ is not None:
         run_trial(config_, ctx, TuneReporter())
         return
-    from raystudy.trial_stack import run_seed_stack
+    from raystudy.trials.stacked import run_seed_stack
 
     assert members is not None and labels is not None
     configs = [TrialConfig.model_validate(deep_merge(base, points[j])) for j in members]

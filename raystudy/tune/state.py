@@ -22,8 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from raystudy.trial import EVALUATED
-from raystudy.trial_stack import DIVERGED_KEY, STACK_KEYS
+from raystudy.keys import DIVERGED_KEY, EVALUATED, FINAL_PREFIXES, STACK_KEYS, TRAIN
 
 #: The folder of a study that Tune's storage is in (`RunConfig.name`).
 TUNE_DIR = "tune"
@@ -56,11 +55,6 @@ RUN_STATUS = {
     PENDING: "RUNNING",
     PAUSED: "RUNNING",
 }
-
-TRAIN = "train/"
-#: The final scores of a trial (DESIGN.md Sec. 6), reported once, at its end.
-FINAL_PREFIXES = ("eval/", "dis/", "down/", "transfer/")
-
 
 def trial_outcome(last: Mapping[str, Any], *, failed: bool, tune_status: str = _TERMINATED) -> str:
     """What became of a trial, from its last result: ERROR if it failed; FINISHED if it

@@ -1,6 +1,6 @@
 """What every objective is: a per-batch loss over a VAE, with the terms it reports.
 
-The training loop (`raystudy.train`) knows only this interface:
+The training loop (`raystudy.training.loop`) knows only this interface:
 
 1. ``objective.setup(model, device)`` once, after seeding: builds the objective's own networks
    and optimisers afresh (FactorVAE's discriminator); most objectives have none.
@@ -77,9 +77,10 @@ class Objective(ABC):
     code_is_factor_sized: ClassVar[bool] = False
     #: The representation is the normalised ground-truth factors themselves (gt_decoder).
     code_is_ground_truth: ClassVar[bool] = False
-    #: Several models of this objective can train as one batched model (`raystudy.stacked`):
-    #: the loss depends only on the model and the batch, and draws randomness only through
-    #: `VAE.reparameterize`. False for objectives with their own networks (FactorVAE).
+    #: Several models of this objective can train as one batched model
+    #: (`raystudy.training.stacked`): the loss depends only on the model and the batch, and
+    #: draws randomness only through `VAE.reparameterize`. False for objectives with their own
+    #: networks (FactorVAE).
     stackable: ClassVar[bool] = True
     #: The `ModelConfig` fields this objective reads (keyword arguments of its constructor).
     hyperparameters: ClassVar[tuple[str, ...]] = ()

@@ -17,6 +17,7 @@ import torch
 
 from raystudy.data import GroundTruthDataset, Split
 from raystudy.data.pairs import pair_k_problem, varying_in_encoder_set
+from raystudy.keys import train_key
 from raystudy.models import VAE, Batch, Objective, PairK, add_input_noise
 from raystudy.spec import TrainConfig
 
@@ -254,7 +255,7 @@ def train(
             means = dict(zip(names, (sums / count).tolist(), strict=True))
             if not math.isfinite(means["loss"]):
                 raise TrainingDiverged(step, means["loss"])
-            row = {f"train/{n}": v for n, v in means.items()}
+            row = {train_key(n): v for n, v in means.items()}
             history.append({"step": float(step), **row})
             sums.zero_()
             count = 0

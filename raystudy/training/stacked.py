@@ -1,11 +1,11 @@
 """S models that differ only in their seed (and loss weights), trained as one batched model.
 
 A small 64x64 VAE leaves a GPU (or a CPU core's vector units) mostly idle; S of them trained
-together fill it. Model s of a stack is the model a lone `raystudy.train.train` with seed
+together fill it. Model s of a stack is the model a lone `raystudy.training.loop.train` with seed
 ``seeds[s]`` trains, within float tolerance:
 
 - its initial weights are built after ``torch.manual_seed(seeds[s])``, as a lone trial builds
-  them (the caller does this, see `raystudy.trial_stack`);
+  them (the caller does this, see `raystudy.trials.stacked`);
 - its batch indices come from its own ``numpy.random.default_rng(seeds[s])``, its input noise
   and posterior noise from its own ``torch.Generator`` seeded with ``seeds[s]``, drawn in the
   order a lone run draws them from torch's global generator (input noise, then each
@@ -35,10 +35,11 @@ from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 
 from raystudy.data import GroundTruthDataset, Split
+from raystudy.keys import train_key
 from raystudy.models import VAE, Batch, Objective, add_input_noise
 from raystudy.models.vae import noise_tape
 from raystudy.spec import TrainConfig
-from raystudy.train import BatchSampler, kl_warmup, set_learning_rate
+from raystudy.training.loop import BatchSampler, kl_warmup, set_learning_rate
 
 #: (step, per-model train/* rows or None, checkpoint state or None, diverged models so far:
 #: index -> (step, loss)). A model's row is None once it has diverged.
@@ -177,7 +178,7 @@ def train_stacked(
     `objective` is shared, or one per model (the same objective, differing at most in its
     `loss_weights`; see `stack_weights`).
 
-    Reports, checkpoints and resumes as `raystudy.train.train` does, per model. A model
+    Reports, checkpoints and resumes as `raystudy.training.loop.train` does, per model. A model
     whose mean loss turns non-finite is recorded in `StackedResult.diverged` and gets no
     further rows; the others train on unaffected (their slices never mix). Raises
     `TrainingDiverged` only when every model has diverged.
@@ -189,7 +190,7 @@ def train_stacked(
     step and bookkeeping); "auto" picks vmap on CUDA and loop elsewhere. Both give each model
     its lone-run result within float tolerance.
     """
-    from raystudy.train import TrainingDiverged
+    from raystudy.training.loop import TrainingDiverged
 
     objectives = objective if isinstance(objective, list) else [objective] * len(models)
     objective = objectives[0]
@@ -339,7 +340,7 @@ def train_stacked(
                 if s in diverged:
                     rows.append(None)
                     continue
-                row = {f"train/{n}": v for n, v in zip(names, means[s], strict=True)}
+                row = {train_key(n): v for n, v in zip(names, means[s], strict=True)}
                 histories[s].append({"step": float(step), **row})
                 rows.append(row)
             sums.zero_()

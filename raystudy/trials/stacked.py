@@ -2,14 +2,15 @@
 S seeds, or with `stack_over` seeds and loss weights such as beta.
 
 Each model has its own MLflow run (params, train/* history, final metrics, artifacts), exactly
-what a lone trial of it would log; only the training is shared (`raystudy.stacked`). Runs are
+what a lone trial of it would log; only the training is shared
+(`raystudy.training.stacked`). Runs are
 found again by ``<ray trial id>/<member key>`` (`member_keys`: ``seed=3``, or
 ``model.beta=4.0,seed=3``), so a restarted trial resumes every model's run instead of opening
 new ones, and models already evaluated are not evaluated again.
 
 Tune gets, per report, the mean over the models (what a scheduler or a search reads) and each
-model's own values under ``stack/<s>/`` (`STACK_KEYS`), so that a study can be read back or
-synced from Tune's storage alone, model by model (`raystudy.study.records`).
+model's own values under ``stack/<s>/`` (`raystudy.keys.stack_key`), so that a study can be
+read back or synced from Tune's storage alone, model by model (`raystudy.study.records`).
 """
 
 from __future__ import annotations
@@ -17,30 +18,28 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import torch
 
 from raystudy.data import get_dataset
-from raystudy.models import VAE, Objective, build, model_cost
+from raystudy.keys import DIVERGED_KEY, EVALUATED, stack_key, train_key
+from raystudy.models import VAE, Objective
 from raystudy.models.params import trial_params
+from raystudy.scoring import build_split, score_model
 from raystudy.spec import TrialConfig
-from raystudy.stacked import train_stacked
 from raystudy.tags import STACK_TAG
 from raystudy.tracking.writer import TrialRun
-from raystudy.trial import (
-    EVALUATED,
+from raystudy.training.loop import TrainingDiverged
+from raystudy.training.stacked import train_stacked
+from raystudy.trials.common import (
     Reporter,
     TrialContext,
-    build_split,
+    build_seeded,
+    closing_runs_on_exit,
+    cost_params,
     error_tags,
-    evaluate,
     log_artifacts,
     run_tags,
+    torch_setup,
 )
-
-#: Prefix of a model's own values in a stacked trial's Tune reports: ``stack/<s>/<metric>``.
-STACK_KEYS = "stack/"
-#: Under ``stack/<s>/`` in every report from the one at which model s diverged: that step.
-DIVERGED_KEY = "diverged_at_step"
 
 
 def member_keys(configs: list[TrialConfig]) -> list[str]:
@@ -65,9 +64,9 @@ def _tune_row(
     """The mean over the models, and each model's own values under ``stack/<s>/``."""
     out = _mean_rows([r for r in rows if r is not None])
     for s, row in enumerate(rows):
-        out.update({f"{STACK_KEYS}{s}/{k}": v for k, v in (row or {}).items()})
+        out.update({stack_key(s, k): v for k, v in (row or {}).items()})
     for s, (at, _) in (diverged or {}).items():
-        out[f"{STACK_KEYS}{s}/{DIVERGED_KEY}"] = float(at)
+        out[stack_key(s, DIVERGED_KEY)] = float(at)
     return out
 
 
@@ -77,33 +76,19 @@ def run_seed_stack(
     reporter: Reporter,
     run_names: list[str],
 ) -> dict[str, float]:
-    """Train the S `configs` (equal but for `seed` and loss weights) as one stack, evaluate
-    and log each."""
-    from raystudy.train import TrainingDiverged
-
-    threads = max(1, int(ctx.cpus))
-    torch.set_num_threads(threads)
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    """Train the S `configs` (equal but for `seed` and loss weights) as one stack, score and
+    log each."""
+    threads, device = torch_setup(ctx)
     base = configs[0]
     seeds = [c.seed for c in configs]
     dataset = get_dataset(base.dataset.name, **base.dataset.options)
     models: list[VAE] = []
     objectives: list[Objective] = []
     for c in configs:
-        torch.manual_seed(c.seed)  # each seed's initial weights, as its lone trial builds them
-        model, objective = build(
-            c.model, dataset.channels, dataset.resolution, dataset.factors.num_factors
-        )
-        models.append(model.to(device))
+        model, objective = build_seeded(c, dataset, device)
+        models.append(model)
         objectives.append(objective)
-    cost = model_cost(
-        models[0],
-        objective,
-        dataset.channels,
-        dataset.resolution,
-        dataset.factors.num_factors,
-        base.train.batch_size,
-    )
+    cost = cost_params(models[0], objectives[0], dataset, base.train.batch_size)
     runs = [
         TrialRun.open(
             ctx.tracking_uri,
@@ -122,10 +107,15 @@ def run_seed_stack(
         reporter.report({"step": float(base.train.steps), **_tune_row(results), EVALUATED: 1.0})
         return final
     open_runs = {s for s, r in enumerate(results) if r is None}
-    try:
+    failed: set[int] = set()
+
+    def still_open() -> list[TrialRun]:
+        # A diverged model's run is already FAILED with its own error: left as it is.
+        return [runs[s] for s in sorted(open_runs) if results[s] is None and s not in failed]
+
+    with closing_runs_on_exit(still_open):
         split = build_split(base, dataset)
-        logged_up_to = [r.last_step("train/loss") for r in runs]
-        failed: set[int] = set()
+        logged_up_to = [r.last_step(train_key("loss")) for r in runs]
 
         def on_progress(
             step: int,
@@ -158,12 +148,13 @@ def run_seed_stack(
         errors: list[BaseException] = []
         for s in sorted(open_runs - set(result.diverged)):
             try:
-                scores = evaluate(models[s], dataset, split, configs[s], device, n_jobs=threads)
+                scores = score_model(models[s], dataset, split, configs[s], device, n_jobs=threads)
                 runs[s].log_metrics(scores, step=configs[s].train.steps)
                 log_artifacts(runs[s], models[s], dataset, split, configs[s], device)
             except Exception as exc:  # one seed's failure must not cost the others theirs
                 runs[s].set_tags(error_tags(exc))
                 runs[s].finish("FAILED")
+                failed.add(s)
                 errors.append(exc)
                 continue
             runs[s].finish("FINISHED")
@@ -176,15 +167,4 @@ def run_seed_stack(
         )
         if errors:
             raise errors[0]
-    except SystemExit:
-        for s in open_runs:
-            if results[s] is None:
-                runs[s].finish("KILLED")
-        raise
-    except BaseException as exc:
-        for s in open_runs:
-            if results[s] is None and s not in failed:
-                runs[s].set_tags(error_tags(exc))
-                runs[s].finish("FAILED" if not isinstance(exc, KeyboardInterrupt) else "KILLED")
-        raise
     return _mean_rows([r for r in results if r is not None])

@@ -1,0 +1,80 @@
+"""The metric-key contract: every key a trial reports to MLflow and Tune, in one place.
+
+A trial builds these keys (`raystudy.scoring`, the training loops, the stacked trial), the
+spec's checks predict them (`raystudy.metrics.reported`, for `search.metric`) and the analysis
+and Tune-state readers parse them (`raystudy.analysis.columns`, `raystudy.tune.state`):
+
+- ``train/<term>``: a training loss term, at each report step;
+- ``eval/<score>`` and ``eval/<score>_heldout``: unsupervised scores of held-out images, and of
+  combinations never trained on (Montero et al. 2021);
+- ``dis/<score>``: disentanglement; ``down/<score>``: in-distribution downstream accuracy;
+- ``transfer/<scenario>/<probe>/<score>[/<factor>]``: OOD transfer of a probe;
+- ``stack/<s>/<key>``: model s's own value in a stacked trial's Tune report.
+
+This module imports nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+TRAIN = "train/"
+EVAL = "eval/"
+DIS = "dis/"
+DOWN = "down/"
+TRANSFER = "transfer/"
+#: The namespaces of the scores a trial reports once, after training.
+FINAL_PREFIXES = (EVAL, DIS, DOWN, TRANSFER)
+#: Suffix of an `eval/` score measured on combinations the model never trained on.
+HELDOUT_SUFFIX = "_heldout"
+
+#: Reported with the final metrics. ("done" would be Tune's reserved stop key.)
+EVALUATED = "evaluated"
+#: Prefix of a model's own values in a stacked trial's Tune reports: ``stack/<s>/<metric>``.
+STACK_KEYS = "stack/"
+#: Under ``stack/<s>/`` in every report from the one at which model s diverged: that step.
+DIVERGED_KEY = "diverged_at_step"
+
+
+def train_key(term: str) -> str:
+    """`recon` -> `train/recon`."""
+    return TRAIN + term
+
+
+def eval_key(score: str, heldout: bool = False) -> str:
+    """`elbo` -> `eval/elbo`; on held-out combinations `eval/elbo_heldout`."""
+    return EVAL + score + (HELDOUT_SUFFIX if heldout else "")
+
+
+def metric_key(namespace: str, score: str) -> str:
+    """A metric's score under its namespace (`dis` or `down`): `dis/dci_d`."""
+    return f"{namespace}/{score}"
+
+
+def transfer_key(scenario: str, probe: str, score: str, factor: str | None = None) -> str:
+    """`transfer/<scenario>/<probe>/<score>`, per factor with `/<factor>`."""
+    head = f"{TRANSFER}{scenario}/{probe}/{score}"
+    return head if factor is None else f"{head}/{factor}"
+
+
+def stack_key(s: int, key: str) -> str:
+    """Model s's own `key` in a stacked trial's report: `stack/<s>/<key>`."""
+    return f"{STACK_KEYS}{s}/{key}"
+
+
+@dataclass(frozen=True)
+class TransferKey:
+    """The parts of a `transfer/<scenario>/<probe>/<score>[/<factor>]` key."""
+
+    scenario: str
+    probe: str
+    score: str
+    factor: str | None = None
+
+
+def parse_transfer(key: str) -> TransferKey | None:
+    """The parts of a transfer key (`transfer_key`'s inverse); None for any other key."""
+    parts = key.split("/")
+    if parts[0] + "/" != TRANSFER or len(parts) not in (4, 5):
+        return None
+    return TransferKey(*parts[1:4], parts[4] if len(parts) == 5 else None)

@@ -1,0 +1,170 @@
+"""Scoring a trained model: every eval/*, dis/*, down/* and transfer/* key a trial reports
+(`raystudy.keys`), on ground-truth draws fixed by `evaluation.seed` alone.
+
+No Ray and no MLflow: `plan`, benchmarks and notebooks score a model with this module alone,
+and the trials log what it returns.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from raystudy.data import GroundTruthDataset, Split, get_split
+from raystudy.data.splits import split_from_spec
+from raystudy.keys import eval_key, metric_key, transfer_key
+from raystudy.metrics import (
+    INTERVENTION_METRICS,
+    FeasibleSampler,
+    draw_pool,
+    evaluate_intervention,
+    get_metric,
+    transfer,
+)
+from raystudy.metrics.unsupervised import unsupervised
+from raystudy.models import VAE
+from raystudy.spec import TrialConfig
+
+
+def build_split(config: TrialConfig, dataset: GroundTruthDataset) -> Split:
+    """The split a trial trains and is scored on: a built-in one by name, or one written in
+    the spec."""
+    if isinstance(config.split, str):
+        return get_split(config.split, dataset)
+    return split_from_spec(config.split, dataset, where="split")
+
+
+@torch.no_grad()
+def encode_means(
+    model: VAE,
+    dataset: GroundTruthDataset,
+    indices: np.ndarray,
+    device: torch.device,
+    domain: str = "sim",
+    batch_size: int = 256,
+) -> np.ndarray:
+    """The representation of the images of `indices`, rendered in `domain`, as a numpy
+    array: the posterior means, or for gt_decoder (`code_is_ground_truth`) the normalised
+    ground-truth factors themselves, which no image can change."""
+    if model.code_is_ground_truth:
+        return dataset.factors.normalise(np.asarray(indices)).astype(np.float64)
+    out = []
+    for start in range(0, len(indices), batch_size):
+        idx = torch.from_numpy(indices[start : start + batch_size]).to(device)
+        out.append(model.encode(dataset.render(idx, domain=domain))[0].cpu())
+    return torch.cat(out).numpy().astype(np.float64)
+
+
+def render_all(
+    dataset: GroundTruthDataset, indices: np.ndarray, device: torch.device, batch_size: int = 256
+) -> torch.Tensor:
+    return torch.cat(
+        [
+            dataset.render(torch.from_numpy(indices[i : i + batch_size]).to(device))
+            for i in range(0, len(indices), batch_size)
+        ]
+    )
+
+
+def score_model(
+    model: VAE,
+    dataset: GroundTruthDataset,
+    split: Split,
+    config: TrialConfig,
+    device: torch.device,
+    n_jobs: int = 1,
+) -> dict[str, float]:
+    """All eval/*, dis/* and transfer/* metrics of a trained model.
+
+    Ground-truth draws depend only on `evaluation.seed`, never on the trial's seed, so every
+    model of a study is scored on the same points (as disentanglement_lib's studies do).
+    """
+    ev = config.evaluation
+    seed = ev.seed
+    results: dict[str, float] = {}
+
+    # Each part is skipped when configured away (a dry study, a study of one metric).
+    if ev.num_eval_images:
+        rng = np.random.default_rng([seed, 1])
+        images = render_all(dataset, split.sample("encoder", ev.num_eval_images, rng), device)
+        scores = unsupervised(model, images, seed=seed)
+        results.update({eval_key(k): v for k, v in scores.items()})
+        if "heldout" in split.roles:
+            # Montero et al. (2021): how well the model reconstructs combinations it never
+            # trained on, beside how well it reconstructs the ones it did.
+            rng = np.random.default_rng([seed, 5])
+            unseen = render_all(dataset, split.sample("heldout", ev.num_eval_images, rng), device)
+            scores = unsupervised(model, unseen, seed=seed)
+            results.update({eval_key(k, heldout=True): v for k, v in scores.items()})
+
+    n_train = ev.num_train
+    fixed = [m for m in ev.metrics if m not in INTERVENTION_METRICS]
+    if fixed:
+        points = split.sample("encoder", n_train + ev.num_test, np.random.default_rng([seed, 2]))
+        codes = encode_means(model, dataset, points, device)
+    for name in fixed:
+        fn = get_metric(name)
+        scores = fn(
+            codes[:n_train],
+            points[:n_train],
+            codes[n_train:],
+            points[n_train:],
+            seed=seed,
+            n_jobs=n_jobs,
+        )
+        # Downstream accuracy is reported as down/*, the disentanglement scores as dis/*.
+        namespace = getattr(fn, "namespace", "dis")
+        results.update({metric_key(namespace, k): v for k, v in scores.items()})
+
+    intervention = [m for m in ev.metrics if m in INTERVENTION_METRICS]
+    if intervention:
+        # Observations are drawn inside the encoder set only: the score is about what the
+        # model was trained on, as for the fixed-sample metrics. One pool serves every
+        # intervention metric (each would draw this same one), and for gt_decoder it holds
+        # the factors themselves, the representation every other metric scores.
+        def represent(x: torch.Tensor) -> torch.Tensor:
+            return model.encode(x)[0]
+
+        def truth(idx: np.ndarray) -> np.ndarray:
+            return encode_means(model, dataset, idx, device)
+
+        pool = draw_pool(
+            dataset,
+            represent,
+            sampler=FeasibleSampler(dataset, accept=lambda idx: split.mask("encoder", idx)),
+            seed=seed,
+            device=device,
+            codes_of=truth if model.code_is_ground_truth else None,
+        )
+        for name in intervention:
+            scores = evaluate_intervention(
+                name, dataset, represent, seed=seed, pool=pool, n_jobs=n_jobs
+            )
+            results.update({metric_key("dis", k): v for k, v in scores.items()})
+
+    names, sizes = dataset.factors.names, dataset.factors.sizes
+    for i, (scenario_name, scenario) in enumerate(split.scenarios.items()):
+        if not ev.probes:
+            break
+        rng = np.random.default_rng([seed, 3, i])
+        train_idx = split.sample(f"{scenario_name}/train", ev.probe_train, rng)
+        test_idx = split.sample(f"{scenario_name}/test", ev.probe_test, rng)
+        train_domain, test_domain = scenario.probe_domains
+        z_train = encode_means(model, dataset, train_idx, device, train_domain)
+        z_test = encode_means(model, dataset, test_idx, device, test_domain)
+        for probe in ev.probes:
+            scores = transfer(
+                z_train,
+                train_idx,
+                z_test,
+                test_idx,
+                sizes,
+                names,
+                ood_factors=scenario.ood_factors,
+                r2_variance=scenario.r2_variance,
+                probe=probe,
+                seed=seed,
+                n_jobs=n_jobs,
+            )
+            results.update({transfer_key(scenario_name, probe, k): v for k, v in scores.items()})
+    return results

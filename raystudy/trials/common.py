@@ -1,0 +1,181 @@
+"""What every trial shares, lone or stacked: its context, the Reporter it reports to, the
+tags and artifacts of its runs, and the setup before training and the closing of its runs on
+the way out.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+
+from raystudy import artifacts
+from raystudy.data import GroundTruthDataset, Split
+from raystudy.data.splits import split_tag
+from raystudy.models import VAE, Objective, build, model_cost
+from raystudy.spec import TrialConfig
+from raystudy.tags import (
+    ARTIFACT_ERROR_TAG,
+    DIVERGED_TAG,
+    ERROR_TAG,
+    GPU_IDS_TAG,
+    NODE_TAG,
+    SPLIT_TAG,
+    STUDY_TAG,
+    VERSION_TAG,
+)
+from raystudy.tracking.writer import TrialRun
+from raystudy.training.loop import TrainingDiverged
+
+
+def error_tags(exc: BaseException) -> dict[str, str]:
+    """Tags of a failed run: the error, and for a diverged trial the step it was caught at."""
+    tags = {ERROR_TAG: f"{type(exc).__name__}: {exc}"[:5000]}
+    if isinstance(exc, TrainingDiverged):
+        tags[DIVERGED_TAG] = str(exc.step)
+    return tags
+
+
+class Reporter(Protocol):
+    """Where a trial's results and checkpoints go (Tune in a study, a list in a notebook)."""
+
+    def report(self, metrics: dict[str, float], state: dict[str, Any] | None = None) -> None: ...
+
+    def restore(self) -> dict[str, Any] | None: ...
+
+
+@dataclass(frozen=True)
+class TrialContext:
+    tracking_uri: str
+    experiment_id: str
+    parent_run_id: str | None
+    study: str
+    trial_id: str
+    trial_name: str
+    cpus: float = 1.0
+    code_version: str = ""
+    node: str = ""
+    gpu_ids: str = ""
+
+
+def run_tags(config: TrialConfig, ctx: TrialContext) -> dict[str, str]:
+    """The tags of a model's MLflow run: its study, code, placement and split."""
+    return {
+        STUDY_TAG: ctx.study,
+        VERSION_TAG: ctx.code_version,
+        NODE_TAG: ctx.node,
+        GPU_IDS_TAG: ctx.gpu_ids,
+        SPLIT_TAG: split_tag(config.split),
+    }
+
+
+def torch_setup(ctx: TrialContext) -> tuple[int, torch.device]:
+    """Torch's threads (the trial's CPUs) and the device it trains on."""
+    threads = max(1, int(ctx.cpus))
+    torch.set_num_threads(threads)
+    return threads, torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def build_seeded(
+    config: TrialConfig, dataset: GroundTruthDataset, device: torch.device
+) -> tuple[VAE, Objective]:
+    """The model and objective of `config` on `device`, their initial weights fixed by the
+    trial's seed (a stacked model gets the weights its lone trial would)."""
+    torch.manual_seed(config.seed)
+    model, objective = build(
+        config.model, dataset.channels, dataset.resolution, dataset.factors.num_factors
+    )
+    return model.to(device), objective
+
+
+def cost_params(
+    model: VAE, objective: Objective, dataset: GroundTruthDataset, batch_size: int
+) -> dict[str, int]:
+    """The model's size and cost, logged among its run's params."""
+    return model_cost(
+        model,
+        objective,
+        dataset.channels,
+        dataset.resolution,
+        dataset.factors.num_factors,
+        batch_size,
+    )
+
+
+@contextmanager
+def closing_runs_on_exit(still_open: Callable[[], Iterable[TrialRun]]) -> Iterator[None]:
+    """Close the runs `still_open()` names when the trial leaves early, then re-raise.
+
+    Tune stops a trial (a scheduler's decision, the study's end) by raising SystemExit from
+    report(): such a run was cut short, it did not fail, and is KILLED, as on Ctrl-C; any
+    other error FAILS it with the error's tags.
+    """
+    try:
+        yield
+    except BaseException as exc:
+        for run in still_open():
+            if not isinstance(exc, SystemExit):
+                run.set_tags(error_tags(exc))
+            run.finish("KILLED" if isinstance(exc, SystemExit | KeyboardInterrupt) else "FAILED")
+        raise
+
+
+def log_artifacts(
+    run: TrialRun,
+    model: VAE,
+    dataset: GroundTruthDataset,
+    split: Split,
+    config: TrialConfig,
+    device: torch.device,
+) -> None:
+    """The trial config, inputs over reconstructions, latent traversals and (when DCI is
+    evaluated) its importance matrix as a Hinton diagram, for the MLflow UI.
+
+    The figures only explain numbers already logged: one that cannot be drawn is recorded in
+    the tag `raystudy.artifact_error` instead of failing a trained and evaluated trial.
+    """
+    seed = config.evaluation.seed
+    idx = split.sample("encoder", 8, np.random.default_rng([seed, 4]))
+    with torch.no_grad():
+        x = dataset.render(torch.from_numpy(idx).to(device))
+        recon = torch.sigmoid(model.decode(model.encode(x)[0]))
+    strip = np.stack([x.cpu().numpy(), recon.cpu().numpy()])
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        config_path = folder / "trial_config.json"
+        config_path.write_text(json.dumps(config.model_dump(mode="json"), indent=2))
+        run.log_artifact(config_path)
+        recon_png = folder / "reconstructions.png"
+        artifacts.grid_figure(
+            strip,
+            ["input", "reconstruction"],
+            [""] * strip.shape[1],
+            "held-out inputs and their reconstructions (decoder mean of the posterior mean)",
+        ).savefig(recon_png, dpi=110)
+        run.log_artifact(recon_png)
+        traversals = partial(artifacts.draw_traversals, folder, model, dataset, idx, device)
+        drawers = [("traversals", traversals)]
+        if "dci" in config.evaluation.metrics:
+            hinton = partial(
+                artifacts.draw_dci_importance, folder, model, dataset, split, config, device
+            )
+            drawers.append(("dci_importance", hinton))
+        errors = []
+        for name, draw in drawers:
+            try:
+                path = draw()
+            except Exception as exc:  # recorded on the run: see the docstring
+                errors.append(f"{name}: {type(exc).__name__}: {exc}")
+                continue
+            if path is not None:
+                run.log_artifact(path)
+        if errors:
+            run.set_tags({ARTIFACT_ERROR_TAG: "; ".join(errors)[:5000]})

@@ -1,0 +1,112 @@
+"""One trial end to end: data, split, training, scoring, artifacts, report.
+
+Knows nothing of Ray: `raystudy.tune.adapter` hands it a `Reporter` that forwards results and
+checkpoints to Tune. Every metric goes to MLflow through `tracking.writer` as soon as it exists,
+so a trial that fails later loses nothing already measured.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from raystudy.data import get_dataset
+from raystudy.keys import EVALUATED, train_key
+from raystudy.models.params import trial_params
+from raystudy.scoring import build_split, score_model
+from raystudy.spec import TrialConfig
+from raystudy.tracking.writer import TrialRun
+from raystudy.training.loop import train
+from raystudy.trials.common import (
+    Reporter,
+    TrialContext,
+    build_seeded,
+    closing_runs_on_exit,
+    cost_params,
+    log_artifacts,
+    run_tags,
+    torch_setup,
+)
+
+
+def run_trial(config: TrialConfig, ctx: TrialContext, reporter: Reporter) -> dict[str, float]:
+    """Train and score one model; every result goes to MLflow and to `reporter`."""
+    threads, device = torch_setup(ctx)
+    # The model is built before the run opens, so that its size and cost are among the
+    # run's params; a failure here is recorded on the run like any other (raised below).
+    setup_error: Exception | None = None
+    model_params: dict[str, int] = {}
+    try:
+        dataset = get_dataset(config.dataset.name, **config.dataset.options)
+        model, objective = build_seeded(config, dataset, device)
+        # Consumes random numbers; train() seeds again before it draws any.
+        model_params = cost_params(model, objective, dataset, config.train.batch_size)
+    except Exception as exc:
+        setup_error = exc
+    run = TrialRun.open(
+        ctx.tracking_uri,
+        ctx.experiment_id,
+        ctx.trial_id,
+        ctx.trial_name,
+        params={**trial_params(config), **model_params},
+        tags=run_tags(config, ctx),
+        parent_run_id=ctx.parent_run_id,
+    )
+    if run.finished is not None:
+        # Everything was measured and logged before the interruption: hand Tune the same
+        # results instead of scoring (and logging) them a second time.
+        reporter.report({"step": float(config.train.steps), **run.finished, EVALUATED: 1.0})
+        return run.finished
+    with closing_runs_on_exit(lambda: [run]):
+        if setup_error is not None:
+            raise setup_error
+        split = build_split(config, dataset)
+        logged_up_to = run.last_step(train_key("loss"))
+
+        def on_progress(
+            step: int, row: dict[str, float] | None, state: dict[str, Any] | None
+        ) -> None:
+            if row is not None and step > logged_up_to:
+                run.log_metrics(row, step)
+            reporter.report({"step": float(step), **(row or {})}, state)
+
+        train(
+            model,
+            objective,
+            dataset,
+            split,
+            config.train,
+            seed=config.seed,
+            device=device,
+            on_progress=on_progress,
+            resume_from=reporter.restore(),
+        )
+        results = score_model(model, dataset, split, config, device, n_jobs=threads)
+        run.log_metrics(results, step=config.train.steps)
+        log_artifacts(run, model, dataset, split, config, device)
+    # The run is complete before the last report: Tune may end the trial inside report().
+    run.finish("FINISHED")
+    reporter.report({"step": float(config.train.steps), **results, EVALUATED: 1.0})
+    return results
+
+
+class LocalReporter:
+    """A Reporter for running a trial in this process (a notebook, a benchmark, `plan`).
+
+    Results are kept in order; the latest checkpoint state stays in memory, so a second
+    `run_trial` with the same reporter resumes where the first stopped.
+    """
+
+    def __init__(self) -> None:
+        self.results: list[dict[str, float]] = []
+        self.state: dict[str, Any] | None = None
+
+    def report(self, metrics: dict[str, float], state: dict[str, Any] | None = None) -> None:
+        self.results.append(dict(metrics))
+        if state is not None:
+            # The state holds the live model, optimiser and history: kept as it is, it
+            # would follow training past this checkpoint (Tune saves it to disk at once).
+            self.state = copy.deepcopy(state)
+
+    def restore(self) -> dict[str, Any] | None:
+        return self.state
