@@ -15,7 +15,7 @@ import torch
 from raystudy.data import DATASETS, get_dataset, get_split
 from raystudy.models import OBJECTIVES, VAE, Objective, build, get_objective
 from raystudy.spec import ModelConfig, TrainConfig
-from raystudy.train import (
+from raystudy.training.loop import (
     BatchSampler,
     TrainingDiverged,
     kl_warmup,
@@ -231,6 +231,7 @@ def test_training_layout_changes_speed_not_results() -> None:
         )
         layout = torch.channels_last if channels_last else torch.contiguous_format
         ds, split, model, obj = setup()
+        start = {k: v.clone() for k, v in model.state_dict().items()}
         seen: list[bool] = []  # whether the conv weights were in `layout` during training
 
         def look(step: int, row: Any, state: Any, layout=layout, seen=seen) -> None:
@@ -240,11 +241,19 @@ def test_training_layout_changes_speed_not_results() -> None:
         history = train(model, obj, ds, split, cfg, seed=1, device=CPU, on_progress=look)
         assert seen and all(seen)
         assert all(p.is_contiguous() for p in model.parameters())
-        runs.append((history, model.state_dict()))
-    (nchw, nchw_state), (nhwc, nhwc_state) = runs
+        runs.append((history, model.state_dict(), start))
+    (nchw, nchw_state, start), (nhwc, nhwc_state, other_start) = runs
+    assert all(torch.equal(start[k], other_start[k]) for k in start)
     for row, other in zip(nchw, nhwc, strict=True):
         assert other == pytest.approx(row, rel=1e-5)
-    assert max((nchw_state[k] - nhwc_state[k]).abs().max().item() for k in nchw_state) < 1e-5
+    # Adam divides each gradient by its own running scale, so a rounding-level difference in
+    # a near-zero gradient can move that weight by up to lr per step: the layouts' weights
+    # agree to a small fraction of how far training moved them (measured 9e-5 of 6e-3 here,
+    # 2026-11-25; a wrong layout moves them apart by as much as training does).
+    moved = max((nchw_state[k] - start[k]).abs().max().item() for k in start)
+    apart = max((nchw_state[k] - nhwc_state[k]).abs().max().item() for k in nchw_state)
+    assert moved > 1e-3
+    assert apart < 0.05 * moved
 
 
 @pytest.mark.heavy  # compiling takes 20-80 s on this CPU
