@@ -13,6 +13,7 @@ Importable without Ray or MLflow, so a notebook can render, sample and split dir
 """
 
 # The dataset and paper-split modules register themselves on import.
+from raystudy.data import builtin_splits as _builtin_splits  # noqa: F401
 from raystudy.data import dsprites as _dsprites  # noqa: F401
 from raystudy.data import dsprites_file as _dsprites_file  # noqa: F401
 from raystudy.data import finger as _finger  # noqa: F401
@@ -26,14 +27,8 @@ from raystudy.data.factors import Factor, FactorSpace
 from raystudy.data.file_arrays import DatasetFileError
 from raystudy.data.registry import DATASETS, get_dataset, register_dataset
 from raystudy.data.selectors import SelectorError
-from raystudy.data.splits import (
-    SPLITS,
-    Scenario,
-    Split,
-    get_split,
-    register_split,
-    split_from_spec,
-)
+from raystudy.data.split_registry import SPLITS, get_split, register_split, split_from_spec
+from raystudy.data.splits import Scenario, Split
 
 __all__ = [
     "DATASETS",

@@ -20,7 +20,8 @@ from raystudy.data.base import GroundTruthDataset
 from raystudy.data.file_dataset import FileDataset
 from raystudy.data.registry import DatasetOptionError, get_dataset
 from raystudy.data.selectors import SelectorError
-from raystudy.data.splits import Split, get_split, split_from_spec
+from raystudy.data.split_registry import get_split, split_from_spec
+from raystudy.data.splits import Split
 
 
 @dataclass(frozen=True)

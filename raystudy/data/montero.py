@@ -31,7 +31,8 @@ from typing import Any
 
 from raystudy.data.base import GroundTruthDataset
 from raystudy.data.families import FAMILIES, family_of
-from raystudy.data.splits import Scenario, Split, register_split
+from raystudy.data.split_registry import register_split
+from raystudy.data.splits import Scenario, Split
 
 # The official grid sizes the masks are written for (a dSprites with orientation_bins is not).
 GRID_SIZES = {"dsprites": (3, 6, 40, 32, 32), "shapes3d": (10, 10, 10, 8, 4, 15)}

@@ -37,7 +37,8 @@ from raystudy.data.base import GroundTruthDataset
 from raystudy.data.factors import FactorSpace
 from raystudy.data.families import family_of
 from raystudy.data.selectors import Selector
-from raystudy.data.splits import Scenario, Split, register_split
+from raystudy.data.split_registry import register_split
+from raystudy.data.splits import Scenario, Split
 
 KINDS = ("random", "composition", "interpolation", "extrapolation")
 DROP_RATIO = {"dsprites": 0.2, "shapes3d": 0.15, "mpi3d": 0.1}

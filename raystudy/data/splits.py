@@ -15,10 +15,8 @@ intersections of per-factor conditions, the box *is* the set and nothing is reje
 from __future__ import annotations
 
 import math
-import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -31,7 +29,7 @@ from raystudy.data.selectors import (
     bounding_box,
     compile_selector,
 )
-from raystudy.registry import Registry, unknown_name_message
+from raystudy.registry import unknown_name_message
 
 Rng = int | np.random.Generator
 
@@ -358,181 +356,3 @@ def _generator(rng: Rng) -> np.random.Generator:
     if isinstance(rng, bool) or not isinstance(rng, int | np.integer):
         raise TypeError(f"rng must be an int seed or a numpy Generator, got {rng!r}")
     return np.random.default_rng(int(rng))
-
-
-# --- registry ------------------------------------------------------------------------------
-
-SplitFactory = Callable[[GroundTruthDataset], Split]
-SPLITS: Registry[SplitFactory] = Registry("split")
-_REQUIRED_FACTORS: dict[str, tuple[str, ...]] = {}
-
-
-def split_tag(split: str | Mapping[str, Any]) -> str:
-    """The run tag `split`: a built-in split's name, or "custom" for one written in the spec."""
-    return split if isinstance(split, str) else "custom"
-
-
-def register_split(
-    name: str, requires: tuple[str, ...] = ()
-) -> Callable[[SplitFactory], SplitFactory]:
-    """Decorator: make ``factory(dataset) -> Split`` available as ``get_split(name, ds)``;
-    ``requires`` names the factors the split needs, for a clear error on other datasets."""
-
-    def decorate(factory: SplitFactory) -> SplitFactory:
-        SPLITS.register(name)(factory)
-        _REQUIRED_FACTORS[name] = tuple(requires)
-        return factory
-
-    return decorate
-
-
-def get_split(name: str, ds: GroundTruthDataset) -> Split:
-    """The built-in split ``name`` over dataset ``ds``."""
-    factory = SPLITS.get(name)
-    for factor in _REQUIRED_FACTORS[name]:
-        if factor not in ds.factors.names:
-            having = _datasets_with_factor(factor)
-            raise ValueError(
-                f"split {name!r} needs factor {factor!r}, which dataset {ds.name!r} lacks "
-                f"(its factors: {', '.join(ds.factors.names)}); datasets with {factor!r}: "
-                f"{', '.join(having) or 'none registered'}"
-            )
-    return factory(ds)
-
-
-def _datasets_with_factor(factor: str) -> list[str]:
-    # Imported here: the registry module is a sibling; splits must work without it filled.
-    from raystudy.data.registry import DATASETS
-
-    names = []
-    for name, cls in DATASETS.items():
-        try:
-            ds = cls()
-        except Exception:  # a dataset needing options or files cannot answer; skip it
-            continue
-        if factor in ds.factors.names:
-            names.append(name)
-    return names
-
-
-_SPEC_FIELDS = ("name", "encoder", "scenarios", "heldout")
-SCENARIO_NAME = r"[A-Za-z0-9][A-Za-z0-9_.-]*"
-_SCENARIO_FIELDS = ("train", "test", "domain", "ood_factors", "train_domain", "r2_variance")
-
-
-def split_from_spec(spec: Mapping[str, Any], ds: GroundTruthDataset, where: str = "split") -> Split:
-    """A user-defined split from the study YAML::
-
-        {name: my_split, encoder: <selector>, heldout: <selector>,   # heldout optional
-         scenarios: {<name>: {train: <selector>, test: <selector>,
-                              domain: sim, train_domain: sim,         # both optional
-                              ood_factors: [hue], r2_variance: sample}}}
-
-    Every selector is checked, every set must be non-empty and ``heldout`` disjoint from the
-    encoder set; errors are :class:`SelectorError` naming the field path under ``where``.
-    """
-    if not isinstance(spec, Mapping):
-        raise SelectorError(f"{where}: expected a mapping with {_SPEC_FIELDS}, got {spec!r}")
-    _reject_unknown_fields(spec, _SPEC_FIELDS, where)
-    name = spec.get("name", "custom")
-    raw_scenarios = spec.get("scenarios") or {}
-    if not isinstance(raw_scenarios, Mapping):
-        raise SelectorError(f"{where}.scenarios: expected a mapping of scenario name to fields")
-    scenarios = []
-    for scn_name, fields in raw_scenarios.items():
-        at = f"{where}.scenarios.{scn_name}"
-        # The name becomes part of metric keys (transfer/<scenario>/<probe>/mae) and params,
-        # which MLflow restricts and the analysis splits at "/" (and "@", for cells).
-        if not re.fullmatch(SCENARIO_NAME, str(scn_name)):
-            raise SelectorError(
-                f"{where}.scenarios: scenario name {str(scn_name)!r} is not allowed: letters, "
-                "digits, '_', '.' and '-', starting with a letter or digit"
-            )
-        if not isinstance(fields, Mapping):
-            raise SelectorError(f"{at}: expected a mapping with {_SCENARIO_FIELDS}")
-        _reject_unknown_fields(fields, _SCENARIO_FIELDS, at)
-        for required in ("train", "test"):
-            if required not in fields:
-                raise SelectorError(f"{at}.{required}: missing (a selector is required)")
-        ood = fields.get("ood_factors") or ()
-        if isinstance(ood, str) or not isinstance(ood, Sequence):
-            raise SelectorError(f"{at}.ood_factors: expected a list of factor names")
-        scenarios.append(
-            Scenario(
-                name=str(scn_name),
-                train=fields["train"],
-                test=fields["test"],
-                domain=fields.get("domain", "sim"),
-                ood_factors=tuple(ood),
-                train_domain=fields.get("train_domain"),
-                r2_variance=fields.get("r2_variance", "sample"),
-            )
-        )
-    split = Split(
-        str(name), spec.get("encoder"), scenarios, ds, where=where, heldout=spec.get("heldout")
-    )
-    split.check_nonempty()
-    return split
-
-
-def _reject_unknown_fields(fields: Mapping[str, Any], allowed: Sequence[str], where: str) -> None:
-    for key in fields:
-        if key not in allowed:
-            raise SelectorError(f"{where}: " + unknown_name_message("field", key, list(allowed)))
-
-
-# --- built-in splits -----------------------------------------------------------------------
-
-# Dittadi et al. (2021), "On the Transfer of Disentangled Representations in Realistic
-# Settings", section 4: the encoder never sees 4 of the 12 hues.
-DITTADI_HELD_OUT_HUES = (1, 4, 7, 10)
-DITTADI_TRAIN_HUES = tuple(h for h in range(12) if h not in DITTADI_HELD_OUT_HUES)
-
-
-@register_split("dittadi_hues", requires=("hue",))
-def dittadi_hues(ds: GroundTruthDataset) -> Split:
-    """Colour OOD (``color_dsprites``; ``finger``, whose ``hue`` is the cube's). OOD1 (probe
-    test inside the encoder's hues): A, fit on one hue and test on the other seven; B, fit on
-    the 4 highest and test on the 4 lowest (extrapolation); C, fit on alternate hues, test on
-    those between (interpolation). OOD2-A: fit on all 8 training hues, test on the 4 the
-    encoder never saw. OOD2-B (datasets with a ``real`` domain): fit on the encoder's set
-    rendered in ``sim``, test on the same set rendered in ``real``; no factor is shifted."""
-    train = DITTADI_TRAIN_HUES
-
-    def scenario(name: str, fit: Sequence[int], test: Sequence[int]) -> Scenario:
-        return Scenario(name, {"hue": list(fit)}, {"hue": list(test)}, ood_factors=("hue",))
-
-    scenarios = [
-        scenario("ood1_a", train[:1], train[1:]),
-        scenario("ood1_b", train[4:], train[:4]),
-        scenario("ood1_c", train[::2], train[1::2]),
-        scenario("ood2_a", train, DITTADI_HELD_OUT_HUES),
-    ]
-    if "real" in ds.domains:
-        encoder_set = {"hue": list(train)}
-        scenarios.append(
-            Scenario("ood2_b", encoder_set, encoder_set, domain="real", train_domain="sim")
-        )
-    return Split(
-        "dittadi_hues",
-        encoder={"hue": list(train)},
-        scenarios=scenarios,
-        dataset=ds,
-        where="splits.dittadi_hues",
-    )
-
-
-IID_PROBE_SET: dict[str, Any] = {"random": {"p": 0.8, "seed": 0}}
-
-
-@register_split("iid")
-def iid(ds: GroundTruthDataset) -> Split:
-    """No holdout: the encoder sees everything; probes fit on a fixed random 80% of the grid
-    and are tested on the other 20%."""
-    return Split(
-        "iid",
-        encoder=None,
-        scenarios=[Scenario("iid", IID_PROBE_SET, {"not": IID_PROBE_SET})],
-        dataset=ds,
-        where="splits.iid",
-    )
