@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from raystudy.analysis.columns import ERROR, METRIC, PARAM, RUN_NAME
-from raystudy.data.splits import split_tag
+from raystudy.data.split_registry import split_tag
 from raystudy.study.folder import StudyInfo, load_study_spec, tune_dir_of
 from raystudy.study.records import model_params, models_of
 from raystudy.tags import SOURCE_TAG, SPLIT_TAG, STUDY_TAG, TRIAL_ID_TAG, column

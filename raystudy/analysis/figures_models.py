@@ -1,0 +1,153 @@
+"""The report's figures of the models themselves: disentanglement by supervision type and
+its correlation with unsupervised scores (Dittadi et al. 2021, Figs. 3 and 14), and the
+reconstruction of seen vs unseen combinations (Montero et al. 2021)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from raystudy.analysis.columns import (
+    HELDOUT_NLL,
+    SPLIT,
+    TRAIN_NLL,
+    disentanglement_columns,
+    first_present,
+    metric,
+    short,
+)
+from raystudy.analysis.correlations import pivot
+from raystudy.analysis.figures_transfer import DCI
+from raystudy.analysis.groups import SUPERVISION
+from raystudy.analysis.plotting import (
+    COLOURS,
+    dot,
+    grid,
+    heatmap,
+    points_and_violin,
+    rho_label,
+    supervision_kinds,
+)
+
+
+def disentanglement_violins(frame: pd.DataFrame) -> Figure | None:
+    """Each disentanglement metric by supervision type (Dittadi et al. 2021, Fig. 3 left)."""
+    columns = disentanglement_columns(frame)
+    if not columns or frame.empty:
+        return None
+    kinds = supervision_kinds(frame)
+    cols = min(len(columns), 5)
+    rows = -(-len(columns) // cols)
+    fig, axes = grid(rows, cols, 2.6, 3.0)
+    for ax, column in zip(axes.flat, columns, strict=False):
+        counts = []
+        for i, kind in enumerate(kinds):
+            values = frame.loc[frame[SUPERVISION] == kind, column].to_numpy(dtype=float)
+            points_and_violin(ax, i, values, COLOURS[kind])
+            counts.append(int(np.isfinite(values).sum()))  # the points drawn, not the runs
+        ax.set_xticks(range(len(kinds)))
+        ax.set_xticklabels(
+            [f"{k}\n(n={n})" for k, n in zip(kinds, counts, strict=True)], fontsize=8
+        )
+        ax.set_ylabel(short(column))
+        ax.set_title(short(column))
+        ax.grid(axis="y", alpha=0.3)
+    for ax in axes.flat[len(columns) :]:
+        ax.set_visible(False)
+    fig.suptitle("Disentanglement scores by supervision type (each point is a trial)")
+    return fig
+
+
+def proxy_heatmaps(proxy_table: pd.DataFrame) -> Figure | None:
+    """Rank correlation of ELBO, reconstruction and downstream accuracy with each
+    disentanglement metric, per supervision type (Dittadi et al. 2021, Fig. 3 right)."""
+    if proxy_table.empty:
+        return None
+    groups = [g for g in pd.unique(proxy_table["group"]) if g == "all" or g.startswith(SUPERVISION)]
+    # Transposed, as in the paper: disentanglement metrics down, unsupervised scores across.
+    sample = pivot(proxy_table, groups[0]).T
+    width = 1.05 * sample.shape[1] + 1.8
+    height = 0.5 * sample.shape[0] + 1.6
+    # Two panels a row keeps the cell text legible when the report scales the image down.
+    cols = min(2, len(groups))
+    rows = -(-len(groups) // cols)
+    fig = Figure(figsize=(width * cols + 1.0, height * rows + 0.6), layout="constrained")
+    axes = fig.subplots(rows, cols, squeeze=False).ravel()
+    image = None
+    for ax, group in zip(axes, groups, strict=False):
+        n = proxy_table.loc[proxy_table["group"] == group, "n"].max()
+        image = heatmap(ax, proxy_table, group, f"{group} (n={n})", transpose=True)
+    for ax in axes[len(groups) :]:
+        ax.set_visible(False)
+    if image is not None:
+        fig.colorbar(image, ax=list(axes), shrink=0.6, label="Spearman rho")
+    fig.suptitle(
+        "Unsupervised scores vs disentanglement\n(rho, 95% bootstrap CI; bold: CI excludes 0)"
+    )
+    return fig
+
+
+def proxy_scatter(frame: pd.DataFrame, proxy_table: pd.DataFrame | None = None) -> Figure | None:
+    """ELBO and reconstruction against MIG and DCI, coloured by supervision type (Dittadi et
+    al. 2021, Fig. 14). A panel's title carries its rank correlation when there is one."""
+    ys = [metric(m) for m in ("eval/elbo", "eval/recon") if metric(m) in frame.columns]
+    xs = [metric(m) for m in ("dis/mig", DCI) if metric(m) in frame.columns]
+    if not xs or not ys or frame.empty:
+        return None
+    fig, axes = grid(len(ys), len(xs), 3.4, 3.0)
+    kinds = supervision_kinds(frame)
+    for i, y in enumerate(ys):
+        for j, x in enumerate(xs):
+            ax = axes[i, j]
+            for kind in kinds:
+                sel = frame[SUPERVISION] == kind
+                ax.scatter(
+                    frame.loc[sel, x],
+                    frame.loc[sel, y],
+                    s=dot(len(frame)),
+                    alpha=0.7,
+                    color=COLOURS[kind],
+                    label=kind,
+                    lw=0,
+                )
+            ax.set_xlabel(short(x))
+            ax.set_ylabel(short(y))
+            ax.set_title(rho_label(proxy_table, short(y), short(x)), fontsize=9)
+            ax.grid(alpha=0.3)
+    axes[0, -1].legend(fontsize=8, title="supervision", title_fontsize=8)
+    fig.suptitle("Unsupervised scores vs disentanglement")
+    return fig
+
+
+def reconstruction_splits(frame: pd.DataFrame) -> Figure | None:
+    """Reconstruction NLL on training vs held-out combinations against DCI, one panel per
+    split (Montero et al. 2021, Figs. 3-4: disentangled models do not reconstruct unseen
+    combinations better)."""
+    heldout = metric(HELDOUT_NLL)
+    train = first_present(frame, TRAIN_NLL)
+    x = first_present(frame, (DCI,))
+    if heldout not in frame.columns or train is None or x is None or frame[heldout].isna().all():
+        return None
+    splits = frame[SPLIT].astype(str) if SPLIT in frame.columns else pd.Series("", frame.index)
+    names = sorted(splits[frame[heldout].notna()].unique())
+    fig, axes = grid(1, len(names), 3.6, 3.2)
+    for ax, name in zip(axes[0], names, strict=True):
+        sub = frame[(splits == name) & frame[heldout].notna()]
+        ax.vlines(sub[x], sub[train], sub[heldout], color="#bbbbbb", lw=0.8)
+        ax.scatter(sub[x], sub[train], s=14, color="#4C72B0", label=f"train ({short(train)})")
+        ax.scatter(
+            sub[x],
+            sub[heldout],
+            s=14,
+            marker="^",
+            color="#C44E52",
+            label=f"held-out ({HELDOUT_NLL})",
+        )
+        ax.set_xlabel(short(x))
+        ax.set_ylabel("reconstruction NLL (nats / image)")
+        ax.set_title(name, fontsize=9)
+        ax.grid(alpha=0.3)
+    axes[0, 0].legend(fontsize=7)
+    fig.suptitle("Reconstruction of seen vs unseen combinations")
+    return fig
