@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 from raystudy.data import GroundTruthDataset, Split, get_split
-from raystudy.data.splits import split_from_spec
+from raystudy.data.split_registry import split_from_spec
 from raystudy.keys import eval_key, metric_key, transfer_key
 from raystudy.metrics import (
     INTERVENTION_METRICS,
@@ -113,8 +113,7 @@ def score_model(
             n_jobs=n_jobs,
         )
         # Downstream accuracy is reported as down/*, the disentanglement scores as dis/*.
-        namespace = getattr(fn, "namespace", "dis")
-        results.update({metric_key(namespace, k): v for k, v in scores.items()})
+        results.update({metric_key(fn.namespace, k): v for k, v in scores.items()})
 
     intervention = [m for m in ev.metrics if m in INTERVENTION_METRICS]
     if intervention:

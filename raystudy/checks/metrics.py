@@ -10,7 +10,7 @@ from typing import Any
 import torch
 
 from raystudy.data.check import DataChecker
-from raystudy.data.splits import split_tag
+from raystudy.data.split_registry import split_tag
 from raystudy.keys import TRAIN, train_key
 from raystudy.metrics.reported import reported_metrics
 from raystudy.models import build

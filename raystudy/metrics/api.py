@@ -57,7 +57,7 @@ def evaluate(
         raise ValueError(f"codes has {z.shape[0]} rows but factors has {y.shape[0]}")
     if num_train < 1 or num_test < 0:
         raise ValueError(f"num_train must be >= 1 and num_test >= 0, got {num_train}, {num_test}")
-    needed = num_train + (num_test if getattr(fn, "uses_test_set", True) else 0)
+    needed = num_train + (num_test if fn.uses_test_set else 0)
     if z.shape[0] < needed:
         raise ValueError(
             f"{name} trains on the first num_train={num_train} rows and tests on the next "

@@ -55,7 +55,9 @@ if TYPE_CHECKING:
     from raystudy.data import GroundTruthDataset
 
 
-@register_intervention_metric("beta_vae")
+@register_intervention_metric(
+    "beta_vae", outputs=("beta_vae", "beta_vae_train", "beta_vae_resampled")
+)
 def beta_vae(
     dataset: GroundTruthDataset,
     represent: Represent,
@@ -183,7 +185,3 @@ def _classify(
     train_acc = float(np.mean(model.predict(features[:num_train]) == labels[:num_train]))
     eval_acc = float(np.mean(model.predict(features[num_train:]) == labels[num_train:]))
     return train_acc, eval_acc
-
-
-#: The keys it returns: what a spec may name (search.metric), checked when it loads.
-beta_vae.outputs = ("beta_vae", "beta_vae_train", "beta_vae_resampled")  # type: ignore[attr-defined]

@@ -237,7 +237,7 @@ def completeness(importance: ArrayLike) -> float:
     return _weighted_by_mass(per_factor, importance.sum(axis=0))
 
 
-@register_metric("dci")
+@register_metric("dci", outputs=("dci_d", "dci_c", "dci_i", "dci_i_train"))
 def dci(
     codes_train: ArrayLike,
     factors_train: ArrayLike,
@@ -333,7 +333,3 @@ def _as_pair(codes: ArrayLike, factors: ArrayLike) -> tuple[NDArray, NDArray]:
             f"expected codes (N, D) and factors (N, K), got {codes.shape} and {factors.shape}"
         )
     return codes, factors
-
-
-#: The keys it returns: what a spec may name (search.metric), checked when it loads.
-dci.outputs = ("dci_d", "dci_c", "dci_i", "dci_i_train")  # type: ignore[attr-defined]

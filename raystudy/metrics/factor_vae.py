@@ -60,7 +60,10 @@ if TYPE_CHECKING:
     from raystudy.data import GroundTruthDataset
 
 
-@register_intervention_metric("factor_vae")
+@register_intervention_metric(
+    "factor_vae",
+    outputs=("factor_vae", "factor_vae_train", "factor_vae_active_dims", "factor_vae_resampled"),
+)
 def factor_vae(
     dataset: GroundTruthDataset,
     represent: Represent,
@@ -215,12 +218,3 @@ def _pool_local_variances(
             "with their value (with replacement); use a larger pool"
         )
     return out
-
-
-#: The keys it returns: what a spec may name (search.metric), checked when it loads.
-factor_vae.outputs = (
-    "factor_vae",
-    "factor_vae_train",
-    "factor_vae_active_dims",
-    "factor_vae_resampled",
-)  # type: ignore[attr-defined]

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from raystudy.keys import eval_key, metric_key, transfer_key
-from raystudy.metrics import INTERVENTION_METRICS, METRICS, transfer
-from raystudy.metrics.registry import metric_outputs
-from raystudy.metrics.unsupervised import unsupervised
+from raystudy.metrics.registry import metric_entry
+from raystudy.metrics.transfer import TRANSFER_OUTPUTS
+from raystudy.metrics.unsupervised import UNSUPERVISED_OUTPUTS
 
 if TYPE_CHECKING:
     from raystudy.data import Split
@@ -22,17 +22,16 @@ def reported_metrics(trial: TrialConfig, split: Split, factor_names: Sequence[st
     ev = trial.evaluation
     out: set[str] = set()
     if ev.num_eval_images:
-        plain = unsupervised.outputs  # type: ignore[attr-defined]
+        plain = UNSUPERVISED_OUTPUTS
         out |= {eval_key(k) for k in plain}
         if "heldout" in split.roles:
             out |= {eval_key(k, heldout=True) for k in plain}
     for name in ev.metrics:
-        fn = METRICS.get(name) if name in METRICS else INTERVENTION_METRICS.get(name)
-        namespace = getattr(fn, "namespace", "dis")
-        out |= {metric_key(namespace, k) for k in metric_outputs(name)}
+        entry = metric_entry(name)
+        out |= {metric_key(entry.namespace, k) for k in entry.outputs}
     for scenario in split.scenarios if ev.probes else ():
         for probe in ev.probes:
-            for score in transfer.outputs:  # type: ignore[attr-defined]
+            for score in TRANSFER_OUTPUTS:
                 out.add(transfer_key(scenario, probe, score))
                 out |= {transfer_key(scenario, probe, score, f) for f in factor_names}
     return out

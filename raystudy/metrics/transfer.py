@@ -50,6 +50,11 @@ def normalise_factors(factors: ArrayLike, sizes: Sequence[int]) -> NDArray[np.fl
     return factors / (sizes_arr - 1.0)
 
 
+#: The aggregate keys `transfer` returns, each also per factor as `<key>/<factor>`: what a spec
+#: may name (search.metric) under transfer/<scenario>/<probe>/.
+TRANSFER_OUTPUTS = ("mae", "r2")
+
+
 def transfer(
     z_train: ArrayLike,
     y_train: ArrayLike,
@@ -128,8 +133,3 @@ def transfer(
     out["mae"] = float(np.mean(mae_in)) if mae_in else float("nan")
     out["r2"] = float(np.mean(r2_in)) if r2_in else float("nan")
     return out
-
-
-#: The aggregate keys it returns, each also per factor as `<key>/<factor>`: what a spec may
-#: name (search.metric) under transfer/<scenario>/<probe>/, checked at load.
-transfer.outputs = ("mae", "r2")  # type: ignore[attr-defined]

@@ -35,6 +35,8 @@ from raystudy.models.vae import VAE, bernoulli_nll, gaussian_kl
 
 #: Burda et al.'s threshold on the variance of a dimension's posterior mean.
 ACTIVE_UNIT_THRESHOLD = 0.01
+#: The keys `unsupervised` returns (reported as eval/*): what a spec may name (search.metric).
+UNSUPERVISED_OUTPUTS = ("elbo", "recon", "kl", "tc", "active_units")
 
 
 @torch.no_grad()
@@ -112,7 +114,3 @@ def active_units(mu: torch.Tensor, threshold: float = ACTIVE_UNIT_THRESHOLD) -> 
     if mu.shape[0] == 0:
         return 0
     return int((mu.var(dim=0, unbiased=False) > threshold).sum())
-
-
-#: The keys it returns (as eval/*): what a spec may name (search.metric), checked at load.
-unsupervised.outputs = ("elbo", "recon", "kl", "tc", "active_units")  # type: ignore[attr-defined]

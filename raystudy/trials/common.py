@@ -19,7 +19,7 @@ import torch
 
 from raystudy import artifacts
 from raystudy.data import GroundTruthDataset, Split
-from raystudy.data.splits import split_tag
+from raystudy.data.split_registry import split_tag
 from raystudy.models import VAE, Objective, build, model_cost
 from raystudy.spec import TrialConfig
 from raystudy.tags import (
