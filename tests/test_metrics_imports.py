@@ -1,4 +1,4 @@
-"""The metrics layer must stay usable without Ray or MLflow (DESIGN.md section 2)."""
+"""The metrics layer must stay usable without Ray or MLflow (docs/architecture.md section 2)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """`raystudy analyze`: a study's runs -> tables, figures and a report, on disk and in MLflow.
 
-Everything is computed from the results table (DESIGN.md Sec. 7): `compute` is a pure function
+Everything is computed from the results table (architecture.md Sec. 7): `compute` is a pure function
 of it, `write_analysis` puts the files in `<study>/analysis/`, and `analyze_study` adds the
 reading from MLflow and the logging back to the study's parent run.
 """

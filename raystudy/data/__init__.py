@@ -1,4 +1,4 @@
-"""Ground-truth factor datasets, selectors and OOD splits (DESIGN.md sections 3-4).
+"""Ground-truth factor datasets, selectors and OOD splits (docs/architecture.md sections 3-4).
 
 Datasets: ``dsprites``, ``color_dsprites``, ``shapes3d``, ``finger`` (procedural, domains
 ``sim`` and ``real``) and ``dsprites_file``, ``shapes3d_file``, ``mpi3d_file`` (official

@@ -1,4 +1,4 @@
-"""Datasets read from official files: ``render`` is an index lookup (DESIGN.md section 3).
+"""Datasets read from official files: ``render`` is an index lookup (architecture.md section 3).
 
 A file holds ``N`` images and, explicitly (dSprites' ``latents_classes``, 3dshapes' ``labels``)
 or implicitly (MPI3D: row-major order), the factor combination of each. A lookup table maps a

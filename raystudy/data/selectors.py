@@ -1,6 +1,6 @@
 """Selectors: sets of factor combinations written as data (YAML), compiled to boolean masks.
 
-A split (DESIGN.md section 4) names its sets with selectors instead of code, so built-in and
+A split (architecture.md section 4) names its sets with selectors instead of code, so built-in and
 user-written splits go through the same validated path. The language:
 
 - ``None`` or ``{}``: every combination.

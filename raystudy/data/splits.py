@@ -1,6 +1,6 @@
 """Splits: which factor combinations the encoder trains on, and the probes' OOD scenarios.
 
-DESIGN.md section 4. A :class:`Split` holds one ``encoder`` set and named :class:`Scenario`
+architecture.md section 4. A :class:`Split` holds one ``encoder`` set and named :class:`Scenario`
 s, each a probe-train and a probe-test set in some rendering domain. Every set is a selector
 (:mod:`raystudy.data.selectors`), so built-in splits and splits written in a study YAML take
 the same validated path. Roles name the sets: ``"encoder"``, ``"<scenario>/train"``,

@@ -44,7 +44,7 @@ def evaluate(
             ``n_jobs=2``.
 
     Returns:
-        The metric's scores by short key (see DESIGN.md section 6 for the ``dis/`` names).
+        The metric's scores by short key (see architecture.md section 6 for the ``dis/`` names).
     """
     if name in INTERVENTION_METRICS:
         raise ValueError(
