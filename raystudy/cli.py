@@ -249,6 +249,7 @@ def ui(
     port: Annotated[int, typer.Option(help="Port on 127.0.0.1.")] = 5000,
 ) -> None:
     """Start the MLflow UI on the study's store, bound to 127.0.0.1."""
+    import os
     import subprocess
     import sys
 
@@ -271,7 +272,10 @@ def ui(
         "--port",
         str(port),
     ]
-    raise typer.Exit(subprocess.call(command))
+    # MLflow 3 also starts a job runner for its GenAI jobs (7 huey processes, most of a core
+    # while they start), which a study never submits.
+    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
+    raise typer.Exit(subprocess.call(command, env=env))
 
 
 @app.command()

@@ -121,7 +121,7 @@ def test_layers_and_forbidden_imports_hold() -> None:
         (
             "data/_planted.py",
             "import ray",
-            "configuration, pure cores and scoring load neither Ray nor MLflow",
+            "configuration, cores, checks, training, scoring, plan: no Ray, no MLflow",
         ),
         # ...and the configuration reaching up to a dataset breaks the layers.
         (

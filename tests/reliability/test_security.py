@@ -67,6 +67,13 @@ def _address(hex_addr: str) -> str:
     return socket.inet_ntop(socket.AF_INET6, words)
 
 
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:  # it ended meanwhile
+        return ""
+
+
 def listening(pids: set[int]) -> set[tuple[str, int]]:
     """(address, port) of every TCP socket in LISTEN state owned by one of `pids`."""
     inodes = set()
@@ -127,6 +134,9 @@ def test_raystudy_ui_serves_the_study_on_loopback_only(tmp_path: Path) -> None:
         time.sleep(1.0)  # workers that bind late would show up now
         sockets = listening(_group(proc.pid))
         assert {a for a, _ in sockets} <= LOOPBACK, sockets
+        # MLflow's GenAI job runner (huey consumers) is not started: no study submits a job.
+        commands = [_cmdline(pid) for pid in _group(proc.pid)]
+        assert commands and not [c for c in commands if "huey" in c], commands
         # ...and what it serves there is this study's store.
         url = f"http://127.0.0.1:{port}/api/2.0/mlflow/experiments/get-by-name"
         body = b""
