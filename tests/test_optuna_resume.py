@@ -62,6 +62,9 @@ def replayed_params(values: list[float], seed: int) -> list[dict]:
     return params
 
 
+# Heavy (60 s of CI's 2 cores): CI keeps the Ctrl-C resume (test_study_resume.py) and the Optuna
+# storage (test_study_search.py); the sampler's state across a resume is checked here only.
+@pytest.mark.heavy
 def test_interrupted_optuna_study_resumes_with_its_sampler_and_storage(
     ray_local, tmp_path: Path
 ) -> None:

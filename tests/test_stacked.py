@@ -323,6 +323,9 @@ def test_what_cannot_be_stacked_is_refused_before_anything_runs(override, messag
     assert message in str(err.value) and str(SMOKE) in str(err.value)
 
 
+# Heavy (34 s of CI's 2 cores): the stack over beta below runs the same path (one finished run
+# per model, distinct losses, every step logged) and CI keeps that one.
+@pytest.mark.heavy
 def test_a_stacked_study_logs_one_finished_run_per_seed(ray_local, tmp_path):
     spec = load_spec(
         SMOKE,
@@ -443,6 +446,9 @@ def test_a_stack_over_beta_is_read_and_synced_from_tune_model_by_model(ray_local
     assert len({r.data.metrics["train/loss"] for r in runs}) == 4
     sizes = sorted(r.data.params["seeds_per_trial"] for r in runs)
     assert sizes == ["1", "3", "3", "3"] and len({r.data.tags[STACK_TAG] for r in runs}) == 2
+    saved = yaml.safe_load((outcome.info.study_dir / "spec.yaml").read_text())
+    assert saved["execution"]["seeds_per_trial"] == 3
+    assert saved["execution"]["stack_over"] == ["model.beta"]
 
     # Tune's storage alone gives the same table, model by model.
     tune = load_tune_results(outcome.info.study_dir)

@@ -36,6 +36,9 @@ def runs_of(info) -> list:
     return client.search_runs([info.experiment_id], TRIAL_RUNS)
 
 
+# Heavy (60 s of CI's 2 cores): the quarter-GPU test below also schedules onto a chosen node of
+# this cluster and logs into one store; this one adds the spread of CPU trials.
+@pytest.mark.heavy
 def test_cpu_trials_spread_over_nodes_into_one_store(cluster, tmp_path: Path) -> None:
     spec = load_spec(
         SMOKE, tiny("spread", LIGHT, "resources={cpu: 1, gpu: 0}", "grid={seed: [0, 1, 2, 3]}")
