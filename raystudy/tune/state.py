@@ -56,6 +56,7 @@ RUN_STATUS = {
     PAUSED: "RUNNING",
 }
 
+
 def trial_outcome(last: Mapping[str, Any], *, failed: bool, tune_status: str = _TERMINATED) -> str:
     """What became of a trial, from its last result: ERROR if it failed; FINISHED if it
     reported its final scores; Tune's status while Tune counts it live; else STOPPED if Tune
