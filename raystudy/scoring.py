@@ -21,8 +21,9 @@ from raystudy.metrics import (
     get_metric,
     transfer,
 )
-from raystudy.metrics.unsupervised import unsupervised
-from raystudy.models import VAE
+from raystudy.metrics.probes import probe_applies
+from raystudy.metrics.unsupervised import decoder_scores, unsupervised
+from raystudy.models import OBJECTIVES, VAE
 from raystudy.spec import TrialConfig
 
 
@@ -66,6 +67,21 @@ def render_all(
     )
 
 
+def reconstruction_scores(
+    model: VAE, dataset: GroundTruthDataset, idx: np.ndarray, device: torch.device, seed: int
+) -> dict[str, float]:
+    """eval/* of the images of `idx`: the ELBO and its terms through the posterior, or for a
+    model whose code is the ground truth (gt_decoder) the decoder's likelihood of each image
+    given its true factors, which is what Montero et al. (2021) score on held-out
+    combinations."""
+    images = render_all(dataset, idx, device)
+    if model.code_is_ground_truth:
+        return decoder_scores(
+            model, images, torch.from_numpy(encode_means(model, dataset, idx, device))
+        )
+    return unsupervised(model, images, seed=seed)
+
+
 def score_model(
     model: VAE,
     dataset: GroundTruthDataset,
@@ -85,17 +101,15 @@ def score_model(
 
     # Each part is skipped when configured away (a dry study, a study of one metric).
     if ev.num_eval_images:
-        rng = np.random.default_rng([seed, 1])
-        images = render_all(dataset, split.sample("encoder", ev.num_eval_images, rng), device)
-        scores = unsupervised(model, images, seed=seed)
-        results.update({eval_key(k): v for k, v in scores.items()})
-        if "heldout" in split.roles:
-            # Montero et al. (2021): how well the model reconstructs combinations it never
-            # trained on, beside how well it reconstructs the ones it did.
-            rng = np.random.default_rng([seed, 5])
-            unseen = render_all(dataset, split.sample("heldout", ev.num_eval_images, rng), device)
-            scores = unsupervised(model, unseen, seed=seed)
-            results.update({eval_key(k, heldout=True): v for k, v in scores.items()})
+        # Montero et al. (2021): how well the model reconstructs combinations it never
+        # trained on ("heldout"), beside how well it reconstructs the ones it did.
+        sets = [("encoder", 1, False)] + (
+            [("heldout", 5, True)] if "heldout" in split.roles else []
+        )
+        for role, stream, heldout in sets:
+            idx = split.sample(role, ev.num_eval_images, np.random.default_rng([seed, stream]))
+            scores = reconstruction_scores(model, dataset, idx, device, seed)
+            results.update({eval_key(k, heldout=heldout): v for k, v in scores.items()})
 
     n_train = ev.num_train
     fixed = [m for m in ev.metrics if m not in INTERVENTION_METRICS]
@@ -142,8 +156,10 @@ def score_model(
             results.update({metric_key("dis", k): v for k, v in scores.items()})
 
     names, sizes = dataset.factors.names, dataset.factors.sizes
+    factor_sized = OBJECTIVES.get(config.model.objective).code_is_factor_sized
+    probes = [p for p in ev.probes if probe_applies(p, factor_sized)]
     for i, (scenario_name, scenario) in enumerate(split.scenarios.items()):
-        if not ev.probes:
+        if not probes:
             break
         rng = np.random.default_rng([seed, 3, i])
         train_idx = split.sample(f"{scenario_name}/train", ev.probe_train, rng)
@@ -151,7 +167,7 @@ def score_model(
         train_domain, test_domain = scenario.probe_domains
         z_train = encode_means(model, dataset, train_idx, device, train_domain)
         z_test = encode_means(model, dataset, test_idx, device, test_domain)
-        for probe in ev.probes:
+        for probe in probes:
             scores = transfer(
                 z_train,
                 train_idx,

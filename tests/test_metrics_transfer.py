@@ -189,3 +189,29 @@ def test_registered_probe_is_used_by_transfer(iid_data):
         assert 0.22 < scores["mae"] < 0.32
     finally:
         PROBES.unregister("_test_mean")
+
+
+def test_the_own_readout_is_the_code_itself_and_extrapolates(ood_data):
+    """Schott et al.'s supervised models are scored on their outputs: a factor-sized code
+    (column k = factor k, as supervised and gt_decoder have) is the prediction, unfitted."""
+    _, y_train, _, y_test = ood_data
+    rng = np.random.default_rng(5)
+    code = [y / np.maximum(np.array(SIZES) - 1, 1) for y in (y_train, y_test)]
+    code[1] = code[1] + rng.normal(0, 0.01, size=code[1].shape)  # an imperfect model
+    scores = transfer(code[0], y_train, code[1], y_test, SIZES, NAMES, probe="own")
+    t_test = y_test[:, :6] / (np.array(SIZES[:6]) - 1)
+    for k, name in enumerate(REGRESSED):
+        expected = np.mean(np.abs(code[1][:, k] - t_test[:, k]))
+        assert scores[f"mae/{name}"] == pytest.approx(expected)
+    # Held-out hues 8..11: no fitted readout caps the prediction at the training range.
+    assert scores["r2/hue"] > 0.9 and "mae/colour" not in scores
+    with pytest.raises(ValueError, match=r"reads the code as the factors.*\(N, 7\)"):
+        transfer(code[0][:, :6], y_train, code[1][:, :6], y_test, SIZES, NAMES, probe="own")
+
+
+def test_the_own_readout_applies_only_to_factor_sized_codes():
+    from raystudy.metrics.probes import probe_applies
+
+    assert probe_applies("own", code_is_factor_sized=True)
+    assert not probe_applies("own", code_is_factor_sized=False)
+    assert probe_applies("gbt", code_is_factor_sized=False)

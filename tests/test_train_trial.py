@@ -64,7 +64,9 @@ def test_trial_logs_model_cost_and_scores_gt_decoder_on_the_factors(tmp_path: Pa
     # The intervention metrics score the same code, not the (barely trained) encoder.
     assert results["dis/beta_vae"] > 0.95 and results["dis/factor_vae"] > 0.95
     assert results["dis/factor_vae_active_dims"] == 5
-    assert "train/regression" in run.data.metrics
+    # Only a decoder is trained; eval/* decode the factors, and tc (a posterior's) is absent.
+    assert "train/regression" not in run.data.metrics and "eval/tc" not in run.data.metrics
+    assert run.data.metrics["eval/elbo"] == -run.data.metrics["eval/recon"]
 
 
 def test_montero_trial_scores_heldout_reconstruction_and_schott_r2(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from raystudy.checks.data import data_problems
-from raystudy.checks.metrics import search_metric_problems
+from raystudy.checks.metrics import readout_problems, search_metric_problems
 from raystudy.checks.names import known_names
 from raystudy.checks.stacking import check_stackable
 from raystudy.data.check import DataChecker
@@ -35,7 +35,7 @@ def validate_spec(raw: Any, source: str = "<spec>", check_data: bool = True) -> 
         problems += data_problems(spec, trials, points, label, checker)
         if problems:
             raise SpecError(source, distinct(problems))
-        problems = search_metric_problems(spec, trials, checker)
+        problems = search_metric_problems(spec, trials, checker) + readout_problems(trials)
         if problems:
             raise SpecError(source, problems)
     if spec.execution.seeds_per_trial > 1:

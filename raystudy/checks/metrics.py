@@ -12,8 +12,9 @@ import torch
 from raystudy.data.check import DataChecker
 from raystudy.data.split_registry import split_tag
 from raystudy.keys import TRAIN, train_key
+from raystudy.metrics.probes import probe_applies
 from raystudy.metrics.reported import reported_metrics
-from raystudy.models import build
+from raystudy.models import OBJECTIVES, build
 from raystudy.models.factory import example_batch
 from raystudy.spec import ModelConfig, StudySpec, TrialConfig
 
@@ -103,3 +104,23 @@ def _train_terms(model: ModelConfig, ds: Any) -> frozenset[str]:
 
 #: The most parameters a model may have (weights, gradients and Adam's two moments of 2**31
 #: float32 parameters are 34 GB): beyond it, a resolution typo behind an `mlp` would only
+
+
+def readout_problems(trials: list[TrialConfig]) -> list[tuple[str, str]]:
+    """A readout that reads the code as the factors (`own`) scores only models with one code
+    dimension per factor; a study with none of them would list it and report nothing."""
+    sized = [t for t in trials if OBJECTIVES.get(t.model.objective).code_is_factor_sized]
+    named = {p for t in trials for p in t.evaluation.probes}
+    problems = []
+    for probe in sorted(named):
+        if not sized and not probe_applies(probe, code_is_factor_sized=False):
+            factor_sized = [n for n in OBJECTIVES.names() if OBJECTIVES.get(n).code_is_factor_sized]
+            problems.append(
+                (
+                    "evaluation.probes",
+                    f"{probe!r} scores the code as the factors, so only models with one code "
+                    f"dimension per factor ({', '.join(factor_sized)}); no model of this study "
+                    "has one: add one to the grid or remove the probe",
+                )
+            )
+    return problems

@@ -7,9 +7,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from raystudy.keys import eval_key, metric_key, transfer_key
+from raystudy.metrics.probes import probe_applies
 from raystudy.metrics.registry import metric_entry
 from raystudy.metrics.transfer import TRANSFER_OUTPUTS
-from raystudy.metrics.unsupervised import UNSUPERVISED_OUTPUTS
+from raystudy.metrics.unsupervised import DECODER_OUTPUTS, UNSUPERVISED_OUTPUTS
+from raystudy.models.objectives import OBJECTIVES
 
 if TYPE_CHECKING:
     from raystudy.data import Split
@@ -22,15 +24,18 @@ def reported_metrics(trial: TrialConfig, split: Split, factor_names: Sequence[st
     ev = trial.evaluation
     out: set[str] = set()
     if ev.num_eval_images:
-        plain = UNSUPERVISED_OUTPUTS
+        truth = OBJECTIVES.get(trial.model.objective).code_is_ground_truth
+        plain = DECODER_OUTPUTS if truth else UNSUPERVISED_OUTPUTS
         out |= {eval_key(k) for k in plain}
         if "heldout" in split.roles:
             out |= {eval_key(k, heldout=True) for k in plain}
     for name in ev.metrics:
         entry = metric_entry(name)
         out |= {metric_key(entry.namespace, k) for k in entry.outputs}
-    for scenario in split.scenarios if ev.probes else ():
-        for probe in ev.probes:
+    objective = OBJECTIVES.get(trial.model.objective)
+    probes = [p for p in ev.probes if probe_applies(p, objective.code_is_factor_sized)]
+    for scenario in split.scenarios if probes else ():
+        for probe in probes:
             for score in TRANSFER_OUTPUTS:
                 out.add(transfer_key(scenario, probe, score))
                 out |= {transfer_key(scenario, probe, score, f) for f in factor_names}

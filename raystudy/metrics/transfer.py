@@ -112,7 +112,12 @@ def transfer(
     t_train = normalise_factors(y_train[:, keep], kept_sizes)
     t_test = normalise_factors(y_test[:, keep], kept_sizes)
 
-    model = get_probe(probe, seed=seed, n_jobs=n_jobs).fit(z_train, t_train)
+    readout = get_probe(probe, seed=seed, n_jobs=n_jobs)
+    if getattr(readout, "reads_factor_code", False):  # the code's column k is factor k
+        z_train, z_test = (
+            _factor_columns(z, num_factors, probe)[:, keep] for z in (z_train, z_test)
+        )
+    model = readout.fit(z_train, t_train)
     pred = np.asarray(model.predict(z_test), dtype=np.float64).reshape(t_test.shape)
 
     out: dict[str, float] = {}
@@ -133,3 +138,13 @@ def transfer(
     out["mae"] = float(np.mean(mae_in)) if mae_in else float("nan")
     out["r2"] = float(np.mean(r2_in)) if r2_in else float("nan")
     return out
+
+
+def _factor_columns(z: ArrayLike, num_factors: int, probe: str) -> NDArray[np.float64]:
+    codes = np.asarray(z, dtype=np.float64)
+    if codes.ndim != 2 or codes.shape[1] != num_factors:
+        raise ValueError(
+            f"probe {probe!r} reads the code as the factors: it needs (N, {num_factors}) codes, "
+            f"got {codes.shape}"
+        )
+    return codes

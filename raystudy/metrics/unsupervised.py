@@ -23,6 +23,11 @@ models on the same N (``EvaluationConfig.num_eval_images``). Cost O(N^2 D), run 
 active_units counts the latent dimensions whose posterior mean varies across the data,
 Var_x(E_q(z|x)[z_j]) > 0.01 (Burda et al. 2016, "Importance Weighted Autoencoders",
 section 5.2), with the variance over the held-out images (ddof = 0).
+
+A model whose code is the ground-truth factors (gt_decoder) has no posterior: it is scored by
+:func:`decoder_scores` on the true factors f of the images, recon = -log p(x | f), kl = 0,
+elbo = -recon (Montero et al. 2021 decode the factors of each held-out combination), and
+active_units over the factor code; tc, a property of a posterior, is not reported for it.
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ from raystudy.models.vae import VAE, bernoulli_nll, gaussian_kl
 ACTIVE_UNIT_THRESHOLD = 0.01
 #: The keys `unsupervised` returns (reported as eval/*): what a spec may name (search.metric).
 UNSUPERVISED_OUTPUTS = ("elbo", "recon", "kl", "tc", "active_units")
+#: The keys `decoder_scores` returns, for a model whose code is the ground truth.
+DECODER_OUTPUTS = ("elbo", "recon", "kl", "active_units")
 
 
 @torch.no_grad()
@@ -114,3 +121,32 @@ def active_units(mu: torch.Tensor, threshold: float = ACTIVE_UNIT_THRESHOLD) -> 
     if mu.shape[0] == 0:
         return 0
     return int((mu.var(dim=0, unbiased=False) > threshold).sum())
+
+
+@torch.no_grad()
+def decoder_scores(
+    model: VAE, images: torch.Tensor, codes: torch.Tensor, batch_size: int = 256
+) -> dict[str, float]:
+    """recon = mean_i -log p(x_i | c_i) for a decoder fed the codes ``codes`` directly (the
+    normalised true factors of ``images`` for gt_decoder), kl = 0, elbo = -recon, and the
+    active units of the code: the keys of :data:`DECODER_OUTPUTS`.
+
+    Args:
+        model: a VAE whose ``decode(c) -> logits``; its encoder is not used.
+        images: (N, C, H, W) images in [0, 1].
+        codes: (N, D) the code of each image.
+    """
+    if codes.shape[0] != images.shape[0]:
+        raise ValueError(f"{codes.shape[0]} codes for {images.shape[0]} images")
+    recon_sum = 0.0
+    for start in range(0, images.shape[0], batch_size):
+        x = images[start : start + batch_size]
+        c = codes[start : start + batch_size].to(device=x.device, dtype=x.dtype)
+        recon_sum += float(bernoulli_nll(model.decode(c), x).sum())
+    recon = recon_sum / max(images.shape[0], 1)
+    return {
+        "elbo": -recon,
+        "recon": recon,
+        "kl": 0.0,
+        "active_units": float(active_units(codes.double())),
+    }

@@ -10,7 +10,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from raystudy.models.architectures import ARCHITECTURES
 from raystudy.models.objectives import Batch, Objective, objective_from_config
-from raystudy.models.vae import VAE
+from raystudy.models.vae import VAE, NoImageEncoder
 
 if TYPE_CHECKING:
     from raystudy.spec import ModelConfig
@@ -24,6 +24,8 @@ def build_model(
     code_is_ground_truth: bool = False,
 ) -> VAE:
     encoder, decoder = ARCHITECTURES.get(architecture)(channels, latent_dim, resolution)
+    if code_is_ground_truth:  # the factors are the code: no encoder to train or count
+        encoder = NoImageEncoder()
     return VAE(encoder, decoder, latent_dim, code_is_ground_truth=code_is_ground_truth)
 
 

@@ -90,12 +90,24 @@ def bernoulli_nll(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     return nll.flatten(1).sum(dim=1)
 
 
+class NoImageEncoder(nn.Module):
+    """The encoder of a model whose code is the ground-truth factors (gt_decoder): no image
+    maps to that code, so a path that tries is a mistake, and says so at once instead of
+    scoring an untrained network."""
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        raise RuntimeError(
+            "this model's code is the ground-truth factors (gt_decoder): it has no image "
+            "encoder; decode the normalised factors of the images instead "
+            "(raystudy.scoring.encode_means gives them)"
+        )
+
+
 class VAE(nn.Module):
     """An encoder producing (mu, logvar) and a decoder producing pixel logits.
 
     ``code_is_ground_truth`` marks the gt_decoder reference: its representation is the
-    normalised ground-truth factors, not the encoder's mean (the encoder then only serves the
-    paths that start from an image, e.g. reconstructions).
+    normalised ground-truth factors and its encoder a :class:`NoImageEncoder`.
     """
 
     def __init__(

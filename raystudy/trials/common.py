@@ -21,6 +21,7 @@ from raystudy import artifacts
 from raystudy.data import GroundTruthDataset, Split
 from raystudy.data.split_registry import split_tag
 from raystudy.models import VAE, Objective, build, model_cost
+from raystudy.scoring import encode_means
 from raystudy.spec import TrialConfig
 from raystudy.tags import (
     ARTIFACT_ERROR_TAG,
@@ -146,7 +147,9 @@ def log_artifacts(
     idx = split.sample("encoder", 8, np.random.default_rng([seed, 4]))
     with torch.no_grad():
         x = dataset.render(torch.from_numpy(idx).to(device))
-        recon = torch.sigmoid(model.decode(model.encode(x)[0]))
+        # The code scoring uses: the posterior mean, or gt_decoder's true factors.
+        code = torch.from_numpy(encode_means(model, dataset, idx, device)).to(x)
+        recon = torch.sigmoid(model.decode(code))
     strip = np.stack([x.cpu().numpy(), recon.cpu().numpy()])
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)

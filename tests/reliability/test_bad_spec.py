@@ -106,6 +106,12 @@ def spec_error(tmp_path: Path, text: str, field: str = "", words: tuple[str, ...
             "search.space.model.beta.uniform",
             ["needs [low, high]"],
         ),
+        # a readout no model of the study can be scored by
+        (
+            "evaluation: {probes: [gbt, own]}\n",
+            "evaluation.probes",
+            ["'own'", "one code dimension per factor", "supervised"],
+        ),
     ],
 )
 def test_field_errors_name_the_file_the_field_and_what_is_allowed(

@@ -1,6 +1,22 @@
 """Downstream probes for the transfer metric; importing this registers the built-in ones."""
 
-from raystudy.metrics.probes import gbt, linear, mlp
-from raystudy.metrics.probes._registry import PROBES, Probe, get_probe, register_probe
+from raystudy.metrics.probes import gbt, linear, mlp, own
+from raystudy.metrics.probes._registry import (
+    PROBES,
+    Probe,
+    get_probe,
+    probe_applies,
+    register_probe,
+)
 
-__all__ = ["PROBES", "Probe", "gbt", "get_probe", "linear", "mlp", "register_probe"]
+__all__ = [
+    "PROBES",
+    "Probe",
+    "gbt",
+    "get_probe",
+    "linear",
+    "mlp",
+    "own",
+    "probe_applies",
+    "register_probe",
+]

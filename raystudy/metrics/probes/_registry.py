@@ -39,3 +39,9 @@ def as_targets(Y: ArrayLike) -> NDArray[np.float64]:
     """Targets as a (N, K) float array; a 1-D vector becomes one column."""
     Y = np.asarray(Y, dtype=np.float64)
     return Y[:, None] if Y.ndim == 1 else Y
+
+
+def probe_applies(name: str, code_is_factor_sized: bool) -> bool:
+    """Whether probe ``name`` scores a model: a readout that reads the code as factors
+    (``reads_factor_code``, e.g. ``own``) only a model with one code dimension per factor."""
+    return code_is_factor_sized or not getattr(PROBES.get(name), "reads_factor_code", False)
