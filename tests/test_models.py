@@ -69,6 +69,17 @@ def test_resnet_shapes_and_its_identity_start(resolution: int) -> None:
     assert isinstance(model.encoder.norm, torch.nn.LayerNorm)
     # Small-init log-variance head: every initial variance is close to 1.
     assert logvar.abs().max() < 0.1 < mu.abs().max()
+    if resolution == 128:  # Dittadi et al.'s Table 3: 10 residual blocks, 23 conv layers
+        encoder_blocks = [m for m in model.encoder.modules() if isinstance(m, GatedResidualBlock)]
+        convs = [m for m in model.encoder.modules() if isinstance(m, torch.nn.Conv2d)]
+        assert [b.conv1.in_channels for b in encoder_blocks] == [64] * 2 + [128] * 4 + [256] * 4
+        assert len(encoder_blocks) == 10 and len(convs) == 23
+
+
+def test_resnet_at_128px_has_the_papers_parameter_count() -> None:
+    """Dittadi et al. (2021), Sec. 4: "The total number of parameters is approximately 16.3M"."""
+    model = build_model("resnet", 3, latent_dim=10, resolution=128)
+    assert abs(num_parameters(model) - 16.3e6) < 0.02 * 16.3e6
 
 
 def test_resnet_refuses_other_resolutions() -> None:

@@ -1,19 +1,27 @@
 """The deep residual encoder and decoder of Dittadi et al. (ICLR 2021, "On the Transfer of
-Disentangled Representations in Realistic Settings", Sec. 4 and App.), for 64 and 128 px.
+Disentangled Representations in Realistic Settings", Sec. 4 and App. A, Tables 2-4), for 64
+and 128 px.
 
-Encoder: a 5x5 stride-2 convolution to 64 channels, then one stage per halving down to 4x4,
-each stage a 1x1 convolution where the channel count changes, `BLOCKS_PER_STAGE` residual
-blocks and a 2x2 average pooling; channels 64 -> 128 -> 256 (-> 256 at 128 px); then a dense
-layer, LayerNorm, and the linear heads of the posterior. Decoder: the mirror image, with
-bilinear upsampling in place of pooling and a final 5x5 convolution to the pixel logits.
+Encoder: a 5x5 stride-2 convolution to 64 channels, then stages of two residual blocks each,
+a 1x1 convolution before a stage where the channel count changes, 2x2 average pooling after a
+stage until the features are 4x4; then a dense layer, LayerNorm, and the linear heads of the
+posterior. Decoder: the mirror image, with bilinear upsampling in place of pooling and a final
+5x5 convolution to the pixel logits.
 
 A residual block is x + g * conv3x3(lrelu(conv3x3(lrelu(x)))), with a learnable scalar gate g
 initialised to 0, so every block starts as the identity and the deep network trains like a
 shallow one at first. LayerNorm before the posterior keeps the heads' inputs at a fixed scale
 whatever the depth, and the log-variance head starts with small weights (x `LOGVAR_INIT`) and
-zero bias, so the initial posterior variances are all close to 1 instead of spread over
-orders of magnitude. The paper's exact block counts and dense width are not reproduced here;
-the values below are raystudy's.
+zero bias, so the initial posterior variances are all close to 1.
+
+At 128 px (the paper's resolution) this is the paper's network: five stages at 64, 128, 128,
+256 and 256 channels, i.e. 10 residual blocks and 23 convolutional layers in the encoder, and
+16.41M parameters for RGB images and 10 latents (the paper: "approximately 16.3M"; counted
+with `num_parameters(build_model("resnet", 3, 10, 128))`, 2026-11-25). Where it may still
+differ, because the paper's text lost the numbers: the dense width (512 here, which gives the
+paper's parameter count), which four of the five stages are followed by a pooling (here the
+first four), the log-variance head's initial scale and bias, and the leaky ReLU slope. At 64 px
+the network is raystudy's own: three stages (64, 128, 256), 10.50M parameters.
 """
 
 from __future__ import annotations
@@ -26,8 +34,10 @@ BLOCKS_PER_STAGE = 2
 DENSE = 512
 LOGVAR_INIT = 0.01
 LEAKY_SLOPE = 0.02
-#: Stage channels by resolution: the stem halves to res/2, each stage halves again to 4x4.
-STAGE_CHANNELS: dict[int, tuple[int, ...]] = {64: (64, 128, 256), 128: (64, 128, 256, 256)}
+#: Stage channels by resolution (a stage is a pair of residual blocks, after a 1x1 convolution
+#: where the channel count changes). 128 px is the paper's Table 3: five pairs at 64, 128, 128,
+#: 256, 256 channels. 64 px is raystudy's own, one pair fewer at each width.
+STAGE_CHANNELS: dict[int, tuple[int, ...]] = {64: (64, 128, 256), 128: (64, 128, 128, 256, 256)}
 
 
 def _stages(resolution: int) -> tuple[int, ...]:
@@ -36,6 +46,12 @@ def _stages(resolution: int) -> tuple[int, ...]:
             f"the resnet architecture is for {sorted(STAGE_CHANNELS)} px images, got {resolution}"
         )
     return STAGE_CHANNELS[resolution]
+
+
+def _halvings(resolution: int) -> int:
+    """Poolings after the stem (res -> res/2) that bring the features to 4x4: the first this
+    many stages are followed by one, the rest run at 4x4 (the decoder mirrors it)."""
+    return (resolution // 8).bit_length() - 1
 
 
 class GatedResidualBlock(nn.Module):
@@ -65,8 +81,9 @@ class ResNetEncoder(nn.Module):
         stages = _stages(resolution)
         layers: list[nn.Module] = [nn.Conv2d(channels, stages[0], 5, stride=2, padding=2)]
         c = stages[0]
-        for c_out in stages:
-            layers += [*_stage(c, c_out), nn.AvgPool2d(2)]
+        halvings = _halvings(resolution)
+        for i, c_out in enumerate(stages):
+            layers += _stage(c, c_out) + ([nn.AvgPool2d(2)] if i < halvings else [])
             c = c_out
         self.features = nn.Sequential(*layers)
         self.dense = nn.Linear(c * 4 * 4, DENSE)
@@ -95,9 +112,11 @@ class ResNetDecoder(nn.Module):
         )
         layers: list[nn.Module] = []
         c = self.c0
-        for c_out in stages:
+        first_up = len(stages) - _halvings(resolution)
+        for i, c_out in enumerate(stages):
             layers += _stage(c, c_out)
-            layers.append(nn.Upsample(scale_factor=2, mode="bilinear", align_corners=False))
+            if i >= first_up:
+                layers.append(nn.Upsample(scale_factor=2, mode="bilinear", align_corners=False))
             c = c_out
         # The stem's mirror: back to full resolution, then a 5x5 convolution to the logits.
         layers += [
