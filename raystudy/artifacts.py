@@ -1,6 +1,11 @@
 """What a trial shows in the MLflow UI, beside its numbers: why a model scores as it does.
 
-- `reconstructions.png`: held-out inputs (top row) over their reconstructions (bottom row);
+- `reconstructions.png`: inputs of the encoder's training distribution (top row) over their
+  reconstructions (bottom row);
+- `heldout_reconstructions.png` (`heldout_reconstructions_<set>.png` when a split has several
+  held-out sets, `raystudy.data.heldout`): inputs the encoder never trained on, their
+  reconstructions, and the nearest combination it did train on, rendered in `sim` (Montero et
+  al. 2021, Figs. 2a/9/12; Dittadi et al. 2021, Figs. 7/16/17);
 - `traversals.png`: one latent dimension varied per row, the others held at one image's code
   (Higgins et al. 2017, Fig. 7; disentanglement_lib's "fixed interval" traversal over [-2, 2]
   of the prior, or [0, 1] for the ground-truth code of gt_decoder);
@@ -22,6 +27,14 @@ from matplotlib.figure import Figure
 from numpy.typing import NDArray
 
 from raystudy.data import GroundTruthDataset, Split
+from raystudy.data.heldout import (
+    TRAIN_DOMAIN,
+    HeldoutSet,
+    differences,
+    draw_unseen,
+    heldout_sets,
+    nearest_seen,
+)
 from raystudy.metrics.dci import completeness, disentanglement, importance_matrix
 from raystudy.models import VAE
 from raystudy.scoring import encode_means
@@ -29,6 +42,9 @@ from raystudy.spec import TrialConfig
 
 DCI_TRAIN, DCI_TEST = 500, 250
 TRAVERSAL_STEPS = 7
+HELDOUT_IMAGES = 8
+#: Encoder-set draws the nearest seen combination may come from (see `nearest_seen`).
+NEAREST_POOL = 2048
 
 
 def image_grid(images: NDArray[np.floating]) -> NDArray[np.floating]:
@@ -82,6 +98,58 @@ def decode_images(model: torch.nn.Module, codes: NDArray, device: torch.device) 
     """Bernoulli means (sigmoid of the decoder's logits) of `codes`, as numpy (N, C, H, W)."""
     z = torch.as_tensor(codes, dtype=torch.float32, device=device)
     return torch.sigmoid(model.decode(z)).cpu().numpy()
+
+
+@torch.no_grad()
+def reconstruct(
+    model: VAE, dataset: GroundTruthDataset, idx: np.ndarray, device: torch.device, domain: str
+) -> tuple[NDArray, NDArray]:
+    """The images of `idx` rendered in `domain` and the decoder means of the code scoring
+    uses (the posterior means, or gt_decoder's true factors), as numpy (N, C, H, W)."""
+    x = dataset.render(torch.from_numpy(idx).to(device), domain=domain)
+    code = torch.from_numpy(encode_means(model, dataset, idx, device, domain)).to(x)
+    recon = torch.sigmoid(model.decode(code))
+    return x.cpu().numpy(), recon.cpu().numpy()
+
+
+def heldout_file(held: HeldoutSet, several: bool) -> str:
+    return f"heldout_reconstructions_{held.name}.png" if several else "heldout_reconstructions.png"
+
+
+def draw_heldout_reconstructions(
+    folder: Path,
+    model: VAE,
+    dataset: GroundTruthDataset,
+    split: Split,
+    seed: int,
+    device: torch.device,
+) -> list[Path]:
+    """One figure per held-out set of `split` (none for a split without one): rows are the
+    unseen inputs, their reconstructions and the nearest seen combination; the draws are
+    fixed by `seed` (`evaluation.seed`), so every model of a study shows the same inputs."""
+    sets = heldout_sets(split)
+    paths = []
+    for i, held in enumerate(sets):
+        rng = np.random.default_rng([seed, 6, i])
+        idx = draw_unseen(split, held, HELDOUT_IMAGES, rng)
+        pool = split.sample("encoder", NEAREST_POOL, rng)
+        seen = nearest_seen(idx, dataset.factors.sizes, lambda c: split.mask("encoder", c), pool)
+        x, recon = reconstruct(model, dataset, idx, device, held.domain)
+        seen_x = dataset.render(torch.from_numpy(seen).to(device)).cpu().numpy()
+        labels = [differences(q, s, dataset.factors.names) for q, s in zip(idx, seen, strict=True)]
+        if held.shifts_domain:
+            labels = [f"{held.domain}→{TRAIN_DOMAIN}\n{label}".strip() for label in labels]
+        what = f"{held.domain} domain" if held.shifts_domain else "held-out combinations"
+        path = folder / heldout_file(held, len(sets) > 1)
+        grid_figure(
+            np.stack([x, recon, seen_x]),
+            ["unseen input", "reconstruction", f"nearest seen ({TRAIN_DOMAIN})"],
+            labels,
+            f"{split.name} / {held.name}: {what} the encoder never trained on",
+            xlabel="how the nearest seen combination differs",
+        ).savefig(path, dpi=110)
+        paths.append(path)
+    return paths
 
 
 def hinton_figure(

@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from raystudy.data import GroundTruthDataset, Split, get_split
-from raystudy.data.split_registry import split_from_spec
+from raystudy.data import GroundTruthDataset, Split
+from raystudy.data.split_registry import split_from_config
 from raystudy.keys import eval_key, metric_key, transfer_key
 from raystudy.metrics import (
     INTERVENTION_METRICS,
@@ -28,11 +28,9 @@ from raystudy.spec import TrialConfig
 
 
 def build_split(config: TrialConfig, dataset: GroundTruthDataset) -> Split:
-    """The split a trial trains and is scored on: a built-in one by name, or one written in
-    the spec."""
-    if isinstance(config.split, str):
-        return get_split(config.split, dataset)
-    return split_from_spec(config.split, dataset, where="split")
+    """The split a trial trains and is scored on: a built-in one by name (with options, if
+    given), or one written in the spec."""
+    return split_from_config(config.split, dataset, where="split")
 
 
 @torch.no_grad()

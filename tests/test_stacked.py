@@ -378,6 +378,12 @@ def test_an_interrupted_stacked_trial_resumes_the_same_runs(tmp_path):
         steps = [m.step for m in client.get_metric_history(run.info.run_id, "train/loss")]
         assert sorted(steps) == [2, 4, 6, 8]  # resumed at 4: no step lost, none logged twice
         assert "dis/mig" in run.data.metrics
+        # each model logs its own figures, the held-out ones of dittadi_hues among them
+        logged = {a.path for a in client.list_artifacts(run.info.run_id)}
+        assert {
+            "heldout_reconstructions_ood2_a.png",
+            "heldout_reconstructions_ood2_b.png",
+        } <= logged
     assert final["dis/mig"] == pytest.approx(np.mean([r.data.metrics["dis/mig"] for r in runs]))
     # Both seeds were finished: a third call reports them and evaluates nothing again.
     before = [r.data.metrics for r in runs]

@@ -13,6 +13,7 @@ from raystudy.data import get_dataset
 from raystudy.metrics.reported import reported_metrics
 from raystudy.scoring import build_split
 from raystudy.spec import TrialConfig
+from raystudy.tags import ARTIFACT_ERROR_TAG
 from raystudy.trials.common import TrialContext
 from raystudy.trials.single import LocalReporter, run_trial
 
@@ -67,6 +68,10 @@ def test_trial_logs_model_cost_and_scores_gt_decoder_on_the_factors(tmp_path: Pa
     # Only a decoder is trained; eval/* decode the factors, and tc (a posterior's) is absent.
     assert "train/regression" not in run.data.metrics and "eval/tc" not in run.data.metrics
     assert run.data.metrics["eval/elbo"] == -run.data.metrics["eval/recon"]
+    # iid holds nothing out: no held-out reconstructions
+    logged = {a.path for a in client.list_artifacts(run.info.run_id)}
+    assert "reconstructions.png" in logged
+    assert not any(p.startswith("heldout_reconstructions") for p in logged)
 
 
 def test_montero_trial_scores_heldout_reconstruction_and_schott_r2(tmp_path: Path) -> None:
@@ -102,6 +107,12 @@ def test_montero_trial_scores_heldout_reconstruction_and_schott_r2(tmp_path: Pat
     schott = results["schott_extrapolation"]
     assert "eval/recon_heldout" in schott
     assert "transfer/test/linear/r2" in schott
+    # each logs its held-out set's reconstructions, one figure (Montero's scenario is that set)
+    client = MlflowClient(uri)
+    for found in client.search_runs([experiment]):
+        logged = {a.path for a in client.list_artifacts(found.info.run_id)}
+        assert ARTIFACT_ERROR_TAG not in found.data.tags
+        assert {p for p in logged if p.startswith("heldout")} == {"heldout_reconstructions.png"}
 
 
 def test_trial_scores_intervention_metrics_inside_the_encoder_set(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from raystudy.data.base import GroundTruthDataset
 from raystudy.data.file_dataset import FileDataset
 from raystudy.data.registry import DatasetOptionError, get_dataset
 from raystudy.data.selectors import SelectorError
-from raystudy.data.split_registry import get_split, split_from_spec
+from raystudy.data.split_registry import SplitOptionError, split_from_config
 from raystudy.data.splits import Split
 
 
@@ -82,14 +82,15 @@ def _build_dataset(name: str, options: Mapping[str, Any]) -> GroundTruthDataset 
 
 def _build_split(split: Any, ds: GroundTruthDataset) -> Split | DataProblem:
     try:
-        if isinstance(split, str):
-            built = get_split(split, ds)
-            # A file may hold only part of the grid, so a built-in set can be empty there;
-            # procedural datasets hold the whole grid, which the built-in splits are tested on.
-            if isinstance(ds, FileDataset):
-                built.check_nonempty()
-            return built
-        return split_from_spec(split, ds, where="split")
+        built = split_from_config(split, ds, where="split")
+        # A file may hold only part of the grid, so a built-in set can be empty there;
+        # procedural datasets hold the whole grid, which the built-in splits are tested on.
+        # (A split written in the spec was checked as it was built.)
+        if isinstance(ds, FileDataset):
+            built.check_nonempty()
+        return built
+    except SplitOptionError as exc:
+        return DataProblem(_split_option_field(exc.option), str(exc))
     except SelectorError as exc:
         # The message starts with the field path it is about: "split.encoder.hue: ...".
         field, _, message = str(exc).partition(": ")
@@ -101,6 +102,10 @@ def _build_split(split: Any, ds: GroundTruthDataset) -> Split | DataProblem:
 def _plain(exc: Exception) -> DataProblem:
     text = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
     return DataProblem("split", text)
+
+
+def _split_option_field(option: str | None) -> str:
+    return f"split.options.{option}" if option else "split.options"
 
 
 def _option_field(option: str | None) -> str:

@@ -22,12 +22,20 @@ test with R^2 over the full grid's variance (``r2_variance="grid"``) and every f
 interpolation add one scenario ``single_<factor>`` per split factor: test images with exactly
 that factor out of range (the paper's single-factor OOD analysis).
 
-Every set is a selector, so the splits are data: :func:`schott_sets` returns them.
+Every set is a selector, so the splits are data: :func:`schott_sets` returns them. Each split
+also reads its train and test sets from index files the user supplies (the published ones,
+or ones :func:`~raystudy.data.split_files.write_split_indices` wrote), given as options:
+``split: {name: schott_extrapolation, options: {index_file: /path/split.npz}}`` (or
+``train_file`` and ``test_file``; formats in :mod:`raystudy.data.split_files`). The split is
+then the same but for its sets (:func:`file_sets`): the single-factor scenarios of
+extrapolation and interpolation hold out, per factor, the values its train set never shows.
 """
 
 from __future__ import annotations
 
 import math
+import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +45,7 @@ from raystudy.data.base import GroundTruthDataset
 from raystudy.data.factors import FactorSpace
 from raystudy.data.families import family_of
 from raystudy.data.selectors import Selector
+from raystudy.data.split_files import FILE_OPTIONS, read_split_indices
 from raystudy.data.split_registry import register_split
 from raystudy.data.splits import Scenario, Split
 
@@ -116,37 +125,74 @@ def schott_sets(space: FactorSpace, family: str, kind: str) -> SchottSets:
     return SchottSets(train, {"not": train}, single)
 
 
-def schott_split(ds: GroundTruthDataset, kind: str) -> Split:
+def file_sets(space: FactorSpace, kind: str, train: np.ndarray, test: np.ndarray) -> SchottSets:
+    """Split ``kind`` with the train and test sets given as flat grid positions (read from
+    files). For extrapolation and interpolation, a factor's held-out values are those no
+    train combination has, and ``single_<factor>`` is the test set with that factor held out
+    and every other such factor at a value the train set has (as :func:`schott_sets`)."""
+    train_set: Selector = {"grid_index": train}
+    test_set: Selector = {"grid_index": test}
+    if kind not in ("extrapolation", "interpolation"):
+        return SchottSets(train_set, test_set, {})
+    shown = np.unravel_index(train, space.sizes)
+    kept = {f.name: np.unique(col).tolist() for f, col in zip(space.factors, shown, strict=True)}
+    held = {
+        f.name: sorted(set(range(f.size)) - set(kept[f.name]))
+        for f in space.factors
+        if len(kept[f.name]) < f.size
+    }
+    single: dict[str, Selector] = {
+        name: {"all": [test_set, {name: idx, **{o: kept[o] for o in held if o != name}}]}
+        for name, idx in held.items()
+    }
+    return SchottSets(train_set, test_set, single)
+
+
+def schott_split(
+    ds: GroundTruthDataset, kind: str, **files: str | os.PathLike[str] | None
+) -> Split:
+    """Split ``kind`` over ``ds``; with index files (``index_file``, or ``train_file`` and
+    ``test_file``), its train and test sets read from them."""
     name = f"schott_{kind}"
     family = family_of(ds, name, tuple(DROP_RATIO))
-    sets = schott_sets(ds.factors, family, kind)
+    files_given = any(v is not None for v in files.values())
+    if files_given:
+        sets = file_sets(ds.factors, kind, *read_split_indices(ds.factors, files))
+    else:
+        sets = schott_sets(ds.factors, family, kind)
     scenarios = [Scenario("test", sets.train, sets.test, r2_variance="grid")]
     scenarios += [
         Scenario(f"single_{factor}", sets.train, subset, r2_variance="grid")
         for factor, subset in sets.single.items()
     ]
-    return Split(name, sets.train, scenarios, ds, where=f"splits.{name}", heldout=sets.test)
+    split = Split(name, sets.train, scenarios, ds, where=f"splits.{name}", heldout=sets.test)
+    if files_given:
+        # A file's sets are the user's: a single-factor scenario may find nothing in them.
+        split.check_nonempty()
+    return split
 
 
-@register_split("schott_random")
-def schott_random(ds: GroundTruthDataset) -> Split:
-    """Schott et al. 2022, random (iid) split: a seeded random test set of the grid."""
-    return schott_split(ds, "random")
+def _register(kind: str, doc: str) -> Callable[..., Split]:
+    def factory(ds: GroundTruthDataset, **files: str | os.PathLike[str] | None) -> Split:
+        return schott_split(ds, kind, **files)
+
+    factory.__name__ = f"schott_{kind}"
+    factory.__doc__ = doc
+    return register_split(f"schott_{kind}", options=FILE_OPTIONS)(factory)
 
 
-@register_split("schott_composition")
-def schott_composition(ds: GroundTruthDataset) -> Split:
-    """Schott et al. 2022, composition: train on combinations with a low value somewhere."""
-    return schott_split(ds, "composition")
-
-
-@register_split("schott_interpolation")
-def schott_interpolation(ds: GroundTruthDataset) -> Split:
-    """Schott et al. 2022, interpolation: values between the kept ones are held out."""
-    return schott_split(ds, "interpolation")
-
-
-@register_split("schott_extrapolation")
-def schott_extrapolation(ds: GroundTruthDataset) -> Split:
-    """Schott et al. 2022, extrapolation: the top values of each split factor are held out."""
-    return schott_split(ds, "extrapolation")
+schott_random = _register(
+    "random", "Schott et al. 2022, random (iid) split: a seeded random test set of the grid."
+)
+schott_composition = _register(
+    "composition",
+    "Schott et al. 2022, composition: train on combinations with a low value somewhere.",
+)
+schott_interpolation = _register(
+    "interpolation",
+    "Schott et al. 2022, interpolation: values between the kept ones are held out.",
+)
+schott_extrapolation = _register(
+    "extrapolation",
+    "Schott et al. 2022, extrapolation: the top values of each split factor are held out.",
+)

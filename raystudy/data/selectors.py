@@ -15,8 +15,11 @@ user-written splits go through the same validated path. The language:
   With ``exact: true`` the set holds exactly ``round(p * N)`` of the grid's ``N`` combinations
   (the ones with the smallest hashes; needs ``N <= 5e7``), for splits whose test fraction is
   prescribed (Schott et al. 2022's random split).
-- A mapping with several keys is the intersection of its entries. ``all``, ``any``, ``not``
-  and ``random`` are operators, never factor names.
+- ``{grid_index: [i, j, ...]}``: the combinations at these flat row-major positions of the
+  factor grid (``numpy.ravel_multi_index`` of the factor indices); a list or an integer
+  array. Meant for sets read from files (:mod:`raystudy.data.split_files`), not for typing.
+- A mapping with several keys is the intersection of its entries. ``all``, ``any``, ``not``,
+  ``random`` and ``grid_index`` are operators, never factor names.
 
 Validation (:func:`check`) happens before anything runs and names the offending field path
 (e.g. ``split.scenarios.ood1_a.train.hue``), the valid names, and the allowed index range.
@@ -37,7 +40,7 @@ Selector = Mapping[str, Any] | None
 # A compiled selector; it always returns a fresh array, so callers may combine in place.
 Mask = Callable[[np.ndarray], np.ndarray]
 
-COMBINATORS = ("all", "any", "not", "random")
+COMBINATORS = ("all", "any", "not", "random", "grid_index")
 CONDITIONS = ("in", "ge", "le")
 
 
@@ -95,6 +98,12 @@ def bounding_box(selector: Selector, space: FactorSpace) -> list[np.ndarray]:
             for sub in subs:
                 union = [u | s for u, s in zip(union, sub, strict=True)]
             box = _box_and(box, union)
+        elif key == "grid_index":
+            positions = np.unravel_index(np.asarray(value, dtype=np.int64), space.sizes)
+            seen = [np.zeros(size, dtype=bool) for size in space.sizes]
+            for allowed, column in zip(seen, positions, strict=True):
+                allowed[column] = True
+            box = _box_and(box, seen)
         elif key in COMBINATORS:
             continue
         else:
@@ -119,6 +128,8 @@ def _compile_term(key: object, value: Any, space: FactorSpace, where: str) -> Ma
         return lambda idx: ~inner(idx)
     if key == "random":
         return _compile_random(value, space, where)
+    if key == "grid_index":
+        return _compile_grid_index(value, space, where)
     if not isinstance(key, str) or key not in space.names:
         raise SelectorError(
             f"{where}: {unknown_name_message('factor', key, space.names)} "
@@ -179,6 +190,30 @@ def _index(value: Any, size: int, where: str, factor: str) -> int:
 
 
 MAX_EXACT_GRID = 50_000_000
+
+
+def _compile_grid_index(value: Any, space: FactorSpace, where: str) -> Mask:
+    positions = np.asarray(value)
+    if positions.ndim != 1 or (positions.size and positions.dtype.kind not in "iu"):
+        raise SelectorError(
+            f"{where}: expected a list of integer grid positions, got an array of shape "
+            f"{positions.shape} and dtype {positions.dtype}"
+        )
+    total = space.total
+    if total > MAX_EXACT_GRID:
+        raise SelectorError(
+            f"{where}: the grid has {total} combinations; a set of grid positions is held as "
+            f"a table over the whole grid and needs at most {MAX_EXACT_GRID}"
+        )
+    if positions.size and not (positions.min() >= 0 and positions.max() < total):
+        bad = positions[(positions < 0) | (positions >= total)][0]
+        raise SelectorError(
+            f"{where}: grid position {int(bad)} is out of range (allowed 0..{total - 1})"
+        )
+    table = np.zeros(total, dtype=bool)
+    table[positions] = True
+    sizes = space.sizes
+    return lambda idx: table[np.ravel_multi_index(tuple(idx.T), sizes)]
 
 
 def _compile_random(value: Any, space: FactorSpace, where: str) -> Mask:

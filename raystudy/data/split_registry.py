@@ -1,6 +1,7 @@
 """Named splits and splits written in a study YAML: the registry of built-in splits
-(`register_split`, `get_split`), `split_from_spec` for a split spelled out in the spec, and
-`split_tag`, what a run's `split` tag says of either.
+(`register_split`, `get_split`, with the options a split takes), `split_from_spec` for a
+split spelled out in the spec, `split_from_config` for any of the forms a spec's `split` takes,
+and `split_tag`, what a run's `split` tag says of each.
 
 The paper splits register themselves from their own modules (`builtin_splits`, `montero`,
 `schott`); the machinery they are built with is `raystudy.data.splits`.
@@ -17,33 +18,66 @@ from raystudy.data.selectors import SelectorError
 from raystudy.data.splits import Scenario, Split
 from raystudy.registry import Registry, unknown_name_message
 
-SplitFactory = Callable[[GroundTruthDataset], Split]
+# factory(dataset, **options) -> Split; a split without options is called with the dataset only.
+SplitFactory = Callable[..., Split]
 SPLITS: Registry[SplitFactory] = Registry("split")
 _REQUIRED_FACTORS: dict[str, tuple[str, ...]] = {}
+_OPTIONS: dict[str, tuple[str, ...]] = {}
+#: The fields of a built-in split with options, `{name: schott_composition, options: {...}}`.
+NAMED_FIELDS = ("name", "options")
+
+
+class SplitOptionError(ValueError):
+    """A split option that is unknown, or whose value (a file it names) cannot be used;
+    ``option`` names it, so a spec error can point at ``split.options.<option>``."""
+
+    def __init__(self, message: str, option: str | None = None) -> None:
+        super().__init__(message)
+        self.option = option
 
 
 def split_tag(split: str | Mapping[str, Any]) -> str:
-    """The run tag `split`: a built-in split's name, or "custom" for one written in the spec."""
-    return split if isinstance(split, str) else "custom"
+    """The run tag `split`: a built-in split's name (also when given options), or "custom"
+    for one written in the spec."""
+    if isinstance(split, str):
+        return split
+    name = split.get("name")
+    return name if "options" in split and isinstance(name, str) else "custom"
 
 
 def register_split(
-    name: str, requires: tuple[str, ...] = ()
+    name: str, requires: tuple[str, ...] = (), options: tuple[str, ...] = ()
 ) -> Callable[[SplitFactory], SplitFactory]:
-    """Decorator: make ``factory(dataset) -> Split`` available as ``get_split(name, ds)``;
-    ``requires`` names the factors the split needs, for a clear error on other datasets."""
+    """Decorator: make ``factory(dataset, **options) -> Split`` available as
+    ``get_split(name, ds, options)``; ``requires`` names the factors the split needs, for a
+    clear error on other datasets, and ``options`` the keyword options it takes."""
 
     def decorate(factory: SplitFactory) -> SplitFactory:
         SPLITS.register(name)(factory)
         _REQUIRED_FACTORS[name] = tuple(requires)
+        _OPTIONS[name] = tuple(options)
         return factory
 
     return decorate
 
 
-def get_split(name: str, ds: GroundTruthDataset) -> Split:
-    """The built-in split ``name`` over dataset ``ds``."""
+def split_options(name: str) -> tuple[str, ...]:
+    """The options the built-in split ``name`` takes."""
+    SPLITS.get(name)
+    return _OPTIONS[name]
+
+
+def get_split(name: str, ds: GroundTruthDataset, options: Mapping[str, Any] | None = None) -> Split:
+    """The built-in split ``name`` over dataset ``ds``, with ``options`` if it takes any."""
     factory = SPLITS.get(name)
+    allowed = _OPTIONS[name]
+    for option in options or {}:
+        if option not in allowed:
+            raise SplitOptionError(
+                f"split {name!r} has no option {option!r}; "
+                + (f"allowed: {', '.join(allowed)}" if allowed else "it takes none"),
+                option=str(option),
+            )
     for factor in _REQUIRED_FACTORS[name]:
         if factor not in ds.factors.names:
             having = _datasets_with_factor(factor)
@@ -52,7 +86,30 @@ def get_split(name: str, ds: GroundTruthDataset) -> Split:
                 f"(its factors: {', '.join(ds.factors.names)}); datasets with {factor!r}: "
                 f"{', '.join(having) or 'none registered'}"
             )
-    return factory(ds)
+    return factory(ds, **options) if options else factory(ds)
+
+
+def split_from_config(
+    split: str | Mapping[str, Any], ds: GroundTruthDataset, where: str = "split"
+) -> Split:
+    """The split a spec's ``split`` field names, in any of its forms: a built-in split's name
+    (``dittadi_hues``), a built-in split with options (``{name: schott_composition, options:
+    {index_file: ...}}``; a mapping with ``options``), or a split written out with selectors
+    (:func:`split_from_spec`)."""
+    if isinstance(split, str):
+        return get_split(split, ds)
+    if isinstance(split, Mapping) and "options" in split:
+        _reject_unknown_fields(split, NAMED_FIELDS, where)
+        name, options = split.get("name"), split["options"] or {}
+        if not isinstance(name, str):
+            raise SelectorError(
+                f"{where}.name: a split with options is a built-in split; name it "
+                f"({', '.join(n for n in SPLITS if _OPTIONS[n])} take options)"
+            )
+        if not isinstance(options, Mapping):
+            raise SelectorError(f"{where}.options: expected a mapping, got {options!r}")
+        return get_split(name, ds, options)
+    return split_from_spec(split, ds, where)
 
 
 def _datasets_with_factor(factor: str) -> list[str]:

@@ -243,7 +243,12 @@ class _TrialFields(_Strict):
     @field_validator("split")
     @classmethod
     def _split_known(cls, v: str | dict[str, Any], info: ValidationInfo) -> str | dict[str, Any]:
-        return _known("split", v, info) if isinstance(v, str) else v
+        if isinstance(v, str):
+            return _known("split", v, info)
+        # {name: <built-in split>, options: {...}}; a split written out names itself freely.
+        if "options" in v and isinstance(v.get("name"), str):
+            _known("split", v["name"], info)
+        return v
 
 
 class TrialConfig(_TrialFields):

@@ -21,7 +21,6 @@ from raystudy import artifacts
 from raystudy.data import GroundTruthDataset, Split
 from raystudy.data.split_registry import split_tag
 from raystudy.models import VAE, Objective, build, model_cost
-from raystudy.scoring import encode_means
 from raystudy.spec import TrialConfig
 from raystudy.tags import (
     ARTIFACT_ERROR_TAG,
@@ -137,20 +136,18 @@ def log_artifacts(
     config: TrialConfig,
     device: torch.device,
 ) -> None:
-    """The trial config, inputs over reconstructions, latent traversals and (when DCI is
-    evaluated) its importance matrix as a Hinton diagram, for the MLflow UI.
+    """The trial config, inputs over reconstructions (of the encoder's training distribution,
+    and of each held-out set of the split: `artifacts.draw_heldout_reconstructions`), latent
+    traversals and (when DCI is evaluated) its importance matrix as a Hinton diagram, for the
+    MLflow UI.
 
     The figures only explain numbers already logged: one that cannot be drawn is recorded in
     the tag `raystudy.artifact_error` instead of failing a trained and evaluated trial.
     """
     seed = config.evaluation.seed
     idx = split.sample("encoder", 8, np.random.default_rng([seed, 4]))
-    with torch.no_grad():
-        x = dataset.render(torch.from_numpy(idx).to(device))
-        # The code scoring uses: the posterior mean, or gt_decoder's true factors.
-        code = torch.from_numpy(encode_means(model, dataset, idx, device)).to(x)
-        recon = torch.sigmoid(model.decode(code))
-    strip = np.stack([x.cpu().numpy(), recon.cpu().numpy()])
+    x, recon = artifacts.reconstruct(model, dataset, idx, device, "sim")
+    strip = np.stack([x, recon])
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         config_path = folder / "trial_config.json"
@@ -161,11 +158,18 @@ def log_artifacts(
             strip,
             ["input", "reconstruction"],
             [""] * strip.shape[1],
-            "held-out inputs and their reconstructions (decoder mean of the posterior mean)",
+            "inputs of the encoder's training set and their reconstructions "
+            "(decoder mean of the posterior mean)",
         ).savefig(recon_png, dpi=110)
         run.log_artifact(recon_png)
         traversals = partial(artifacts.draw_traversals, folder, model, dataset, idx, device)
-        drawers = [("traversals", traversals)]
+        heldout = partial(
+            artifacts.draw_heldout_reconstructions, folder, model, dataset, split, seed, device
+        )
+        drawers: list[tuple[str, Callable[[], Path | list[Path] | None]]] = [
+            ("traversals", traversals),
+            ("heldout_reconstructions", heldout),
+        ]
         if "dci" in config.evaluation.metrics:
             hinton = partial(
                 artifacts.draw_dci_importance, folder, model, dataset, split, config, device
@@ -174,11 +178,11 @@ def log_artifacts(
         errors = []
         for name, draw in drawers:
             try:
-                path = draw()
+                drawn = draw()
             except Exception as exc:  # recorded on the run: see the docstring
                 errors.append(f"{name}: {type(exc).__name__}: {exc}")
                 continue
-            if path is not None:
+            for path in [drawn] if isinstance(drawn, Path) else drawn or []:
                 run.log_artifact(path)
         if errors:
             run.set_tags({ARTIFACT_ERROR_TAG: "; ".join(errors)[:5000]})
