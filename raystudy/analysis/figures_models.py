@@ -22,7 +22,7 @@ from raystudy.analysis.columns import (
 )
 from raystudy.analysis.correlations import pivot
 from raystudy.analysis.figures_transfer import DCI
-from raystudy.analysis.groups import SUPERVISION, model_labels
+from raystudy.analysis.groups import SUPERVISION, model_labels, natural_order
 from raystudy.analysis.plotting import (
     COLOURS,
     dot,
@@ -145,7 +145,7 @@ def _model_colours(frame: pd.DataFrame) -> tuple[pd.Series, dict[str, str]]:
     labels = model_labels(frame)
     if labels.nunique() > _MAX_MODELS and OBJECTIVE in frame.columns:
         labels = frame[OBJECTIVE].astype(str)
-    return labels, palette(sorted(labels.unique()))
+    return labels, palette(natural_order(labels))
 
 
 def reconstruction_splits(frame: pd.DataFrame) -> Figure | None:
@@ -165,7 +165,7 @@ def reconstruction_splits(frame: pd.DataFrame) -> Figure | None:
     for ax, name in zip(axes[0], names, strict=True):
         sub = frame[(splits == name) & frame[heldout].notna()]
         ax.vlines(sub[x], sub[train], sub[heldout], color="#bbbbbb", lw=0.8)
-        for model in sorted(labels[sub.index].unique()):
+        for model in natural_order(labels[sub.index]):
             rows = sub[labels[sub.index] == model]
             colour = colours[model]
             ax.scatter(rows[x], rows[train], s=16, color=colour, marker="o")

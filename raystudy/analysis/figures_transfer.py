@@ -18,7 +18,7 @@ from raystudy.analysis.columns import (
     transfer_scores,
 )
 from raystudy.analysis.correlations import pivot
-from raystudy.analysis.groups import SUPERVISION
+from raystudy.analysis.groups import SUPERVISION, natural_order
 from raystudy.analysis.plotting import (
     binned_boxes,
     dot,
@@ -204,7 +204,7 @@ def r2_by_split(table: pd.DataFrame) -> Figure | None:
         return None
     panels = list(dict.fromkeys(zip(main["dataset"], main["probe"], strict=True)))
     splits = list(pd.unique(main["split"]))
-    models = sorted(main["model"].unique())
+    models = natural_order(main["model"])
     step = 0.8 / len(models)
     cols = min(2, len(panels))
     fig, axes = grid(-(-len(panels) // cols), cols, 1.1 * len(splits) + 2.6, 3.2)

@@ -8,6 +8,7 @@ transfer; reference models (a supervised encoder, the ground-truth decoder of Mo
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 import pandas as pd
@@ -125,3 +126,16 @@ def model_labels(frame: pd.DataFrame) -> pd.Series:
         shown = key.removeprefix("model.")
         labels = labels.where(values.isna(), labels + f" {shown}=" + values.astype(str))
     return labels.rename("model")
+
+
+def natural_order(names: Iterable[str]) -> list[str]:
+    """Distinct names sorted with their numbers compared as numbers (`beta=4.0` before
+    `beta=16.0`), so models read in the order of their hyperparameters."""
+    # re.split with a group alternates text (even places) and numbers (odd places).
+    return sorted(
+        set(names),
+        key=lambda name: [
+            float(part) if i % 2 else part
+            for i, part in enumerate(re.split(r"(\d+(?:\.\d+)?)", name))
+        ],
+    )

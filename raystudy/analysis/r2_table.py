@@ -20,7 +20,7 @@ import pandas as pd
 
 from raystudy.analysis.cells import DATASET
 from raystudy.analysis.columns import SPLIT, transfer_scores
-from raystudy.analysis.groups import model_labels
+from raystudy.analysis.groups import model_labels, natural_order
 
 #: A split of Schott et al. is registered as `schott_<kind>` (`raystudy.data.schott`).
 SCHOTT_PREFIX = "schott_"
@@ -55,12 +55,16 @@ def schott_runs(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _order(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """Datasets, then splits in the paper's order, then the rest of `keys` alphabetically."""
+    """Datasets, then splits in the paper's order, models by their numbers, then the rest of
+    `keys` alphabetically."""
     kind = table["split"].str.removeprefix(SCHOTT_PREFIX)
     rank = kind.map({k: i for i, k in enumerate(SPLIT_ORDER)}).fillna(len(SPLIT_ORDER))
-    rest = [k for k in keys if k not in ("dataset", "split")]
-    ordered = table.assign(_rank=rank).sort_values(["dataset", "_rank", "split", *rest])
-    return ordered.drop(columns="_rank").reset_index(drop=True)
+    models = {m: i for i, m in enumerate(natural_order(table["model"]))}
+    rest = [k for k in keys if k not in ("dataset", "split", "model")]
+    ordered = table.assign(_rank=rank, _model=table["model"].map(models)).sort_values(
+        ["dataset", "_rank", "split", "_model", *rest]
+    )
+    return ordered.drop(columns=["_rank", "_model"]).reset_index(drop=True)
 
 
 def _seed_stats(long: pd.DataFrame, keys: list[str], value: str) -> pd.DataFrame:
