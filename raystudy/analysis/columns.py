@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from raystudy.keys import DIS, DOWN, EVAL, TRANSFER, eval_key
+from raystudy.keys import DIS, DOWN, EVAL, TRANSFER, eval_key, metric_key
 from raystudy.keys import parse_transfer as parse_key
 from raystudy.tags import ERROR_TAG, RUN_NAME_TAG, column
 
@@ -32,6 +32,12 @@ PROXY_DIRECTION = {eval_key("elbo"): "max", eval_key("recon"): "min"}
 #: train one falls back to the plain held-out-image `eval/recon`.
 TRAIN_NLL = (eval_key("recon_train"), eval_key("recon"))
 HELDOUT_NLL = eval_key("recon", heldout=True)
+#: Montero et al. (2021) plot reconstruction against DCI's D with Lasso importances (their
+#: App. A); the GBT DCI of Locatello et al. (2019) is the stand-in when a study lacks it.
+LASSO_D = metric_key("dis", "dci_lasso_d")
+GBT_D = metric_key("dis", "dci_d")
+#: The x of rho(input noise, transfer) (Dittadi et al. 2021, Fig. 6 top row): 1 with noise.
+NOISE_X = INPUT_NOISE.removeprefix("params.")
 
 
 def metric(name: str) -> str:
@@ -118,3 +124,17 @@ def selection_direction(column: str) -> str | None:
 def first_present(frame: pd.DataFrame, names: tuple[str, ...]) -> str | None:
     """The column of the first metric in `names` the table has, or None."""
     return next((metric(n) for n in names if metric(n) in frame.columns), None)
+
+
+def noise_indicator(frame: pd.DataFrame) -> pd.Series | None:
+    """1.0 for a trial trained with input noise, 0.0 without, NaN where it is not recorded;
+    None when the table has no `train.input_noise` or every trial has the same value.
+
+    MLflow and Tune's storage keep params as strings ('True', 'False'); a table built in a
+    notebook may hold booleans.
+    """
+    if INPUT_NOISE not in frame.columns:
+        return None
+    text = frame[INPUT_NOISE].astype(str).str.strip().str.lower()
+    values = text.map({"true": 1.0, "1": 1.0, "false": 0.0, "0": 0.0}).astype("float64")
+    return values if values.nunique() > 1 else None

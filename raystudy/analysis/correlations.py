@@ -19,7 +19,17 @@ import pandas as pd
 from numpy.typing import NDArray
 from scipy.stats import spearmanr
 
-from raystudy.analysis.columns import predictor_columns, short, transfer_columns
+from raystudy.analysis.cells import CELL, SEPARATOR
+from raystudy.analysis.columns import (
+    HELDOUT_NLL,
+    NOISE_X,
+    metric,
+    noise_indicator,
+    predictor_columns,
+    short,
+    transfer_columns,
+)
+from raystudy.keys import HELDOUT_SUFFIX
 
 COLUMNS = ["x", "y", "group", "n", "rho", "ci_low", "ci_high"]
 #: Bootstrap replicates resampled at once; bounds memory at ~ chunk x trials x columns floats.
@@ -190,6 +200,25 @@ def _group_cells(
     return out
 
 
+def heldout_nll_targets(frame: pd.DataFrame) -> pd.DataFrame:
+    """The held-out reconstruction NLL (Montero et al. 2021) as correlation targets: one
+    column per cell (`eval/recon_heldout@<cell>`, empty outside it) when the table has a
+    `cell` column (`raystudy.analysis.cells`), else the one column; none when not logged.
+
+    Each split holds out its own combinations, so NLLs of two splits are never pooled (the
+    same reason transfer scores are split by cell)."""
+    column = metric(HELDOUT_NLL)
+    if column not in frame.columns or frame[column].isna().all():
+        return pd.DataFrame(index=frame.index)
+    if CELL not in frame.columns:
+        return frame[[column]]
+    pieces = {
+        f"{column}{SEPARATOR}{cell}": frame[column].where(frame[CELL] == cell)
+        for cell in sorted(frame[CELL].dropna().unique())
+    }
+    return pd.DataFrame({k: v for k, v in pieces.items() if v.notna().any()}, index=frame.index)
+
+
 def transfer_correlations(
     frame: pd.DataFrame,
     groups: Sequence[tuple[str, pd.Index]],
@@ -198,17 +227,25 @@ def transfer_correlations(
     seed: int = 0,
     min_trials: int = 5,
 ) -> pd.DataFrame:
-    """Every predictor (`dis/*`, `eval/*`, `down/*`) against every aggregate transfer score
-    (`transfer/<scenario>/<probe>/mae` and `r2`): the table of `correlations.csv`."""
-    return correlation_table(
-        frame,
-        predictor_columns(frame),
-        transfer_columns(frame),
-        groups,
-        n_boot=n_boot,
-        seed=seed,
-        min_trials=min_trials,
-    )
+    """The table of `correlations.csv`: every predictor (`dis/*`, `eval/*`, `down/*`, and
+    input noise as 0/1 when it varies: Dittadi et al. 2021, Fig. 6 top row) against every
+    aggregate transfer score (`transfer/<scenario>/<probe>/mae` and `r2`), then against the
+    held-out reconstruction NLL per cell (Montero et al. 2021), the held-out scores
+    themselves left out of that second x set (an NLL against itself says nothing)."""
+    extra = pd.DataFrame(index=frame.index)
+    noise = noise_indicator(frame)
+    if noise is not None:
+        extra[NOISE_X] = noise
+    nll = heldout_nll_targets(frame)
+    scores = pd.concat([frame, extra, nll.drop(columns=frame.columns, errors="ignore")], axis=1)
+    x = predictor_columns(frame) + list(extra.columns)
+    options = {"n_boot": n_boot, "seed": seed, "min_trials": min_trials}
+    table = correlation_table(scores, x, transfer_columns(frame), groups, **options)
+    if nll.columns.empty:
+        return table
+    unheld = [c for c in x if not c.endswith(HELDOUT_SUFFIX)]
+    reconstruction = correlation_table(scores, unheld, list(nll.columns), groups, **options)
+    return pd.concat([table, reconstruction], ignore_index=True)
 
 
 def pivot(table: pd.DataFrame, group: str = "all", value: str = "rho") -> pd.DataFrame:

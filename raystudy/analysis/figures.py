@@ -25,6 +25,7 @@ from raystudy.analysis.figures_models import (
 from raystudy.analysis.figures_transfer import (
     input_noise_effect,
     per_factor_transfer,
+    r2_by_split,
     transfer_vs_dci,
 )
 from raystudy.analysis.plotting import DPI
@@ -49,16 +50,21 @@ class StudyFigure:
 
 
 FigureFn = Callable[[], Figure | None]
+R2_FIGURE = "r2_by_split.png"
 
 
 def study_figures(
-    frame: pd.DataFrame, table: pd.DataFrame, proxy_table: pd.DataFrame
+    frame: pd.DataFrame,
+    table: pd.DataFrame,
+    proxy_table: pd.DataFrame,
+    r2: pd.DataFrame | None = None,
 ) -> list[StudyFigure]:
     """Every figure of the report, in order, each with its caption or its reason to be absent.
 
     `frame`: finished trials with `supervision`; `table`: `correlations.csv`; `proxy_table`:
-    unsupervised scores vs disentanglement correlations.
+    unsupervised scores vs disentanglement correlations; `r2`: `r2_table.csv` (Schott splits).
     """
+    r2 = pd.DataFrame(columns=["scenario"]) if r2 is None else r2
     plan: list[tuple[str, str, FigureFn, str]] = [
         (
             "disentanglement_by_supervision.png",
@@ -95,17 +101,26 @@ def study_figures(
         ),
         (
             "per_factor_transfer.png",
-            "Per-factor transfer error per scenario and probe (cf. Fig. 15).",
+            "Per-factor transfer error per scenario and probe, without and with input noise "
+            "when the study varies it (cf. Fig. 15).",
             lambda: per_factor_transfer(frame),
             "no per-factor transfer/*/mae/<factor> metric was logged",
         ),
         (
             "reconstruction_splits.png",
-            "Reconstruction NLL on training vs held-out combinations against DCI, per split "
-            "(cf. Montero et al. 2021).",
+            "Reconstruction NLL on training (circles) vs held-out (triangles) combinations "
+            "against DCI's Lasso D-score, per split and model (cf. Montero et al. 2021, Fig. 3; "
+            "the axis says when the GBT DCI stands in).",
             lambda: reconstruction_splits(frame),
             f"no trial logged {HELDOUT_NLL}, the held-out reconstruction NLL of splits "
             "such as montero_*",
+        ),
+        (
+            R2_FIGURE,
+            "R² of the probes over factors per model and split, mean over seeds with the seed "
+            "standard deviation as error bars (cf. Schott et al. 2022; r2_table.csv).",
+            lambda: r2_by_split(r2),
+            "no finished trial of a schott_* split logged transfer/test/*/r2",
         ),
     ]
     out = []

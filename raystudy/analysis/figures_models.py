@@ -9,7 +9,10 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from raystudy.analysis.columns import (
+    GBT_D,
     HELDOUT_NLL,
+    LASSO_D,
+    OBJECTIVE,
     SPLIT,
     TRAIN_NLL,
     disentanglement_columns,
@@ -19,16 +22,20 @@ from raystudy.analysis.columns import (
 )
 from raystudy.analysis.correlations import pivot
 from raystudy.analysis.figures_transfer import DCI
-from raystudy.analysis.groups import SUPERVISION
+from raystudy.analysis.groups import SUPERVISION, model_labels, natural_order
 from raystudy.analysis.plotting import (
     COLOURS,
     dot,
     grid,
     heatmap,
+    palette,
     points_and_violin,
     rho_label,
     supervision_kinds,
 )
+
+#: More models than this are coloured by objective: a legend of 30 colours tells none apart.
+_MAX_MODELS = 10
 
 
 def disentanglement_violins(frame: pd.DataFrame) -> Figure | None:
@@ -120,34 +127,59 @@ def proxy_scatter(frame: pd.DataFrame, proxy_table: pd.DataFrame | None = None) 
     return fig
 
 
+def reconstruction_x(frame: pd.DataFrame) -> tuple[str, str] | None:
+    """The x column of the reconstruction figure and its axis label: Montero et al.'s Lasso
+    D-score, or, when a study did not log it, the GBT one, labelled as a stand-in."""
+    lasso = first_present(frame, (LASSO_D,))
+    if lasso is not None and frame[lasso].notna().any():
+        return lasso, f"{LASSO_D} (DCI disentanglement, Lasso)"
+    gbt = first_present(frame, (GBT_D,))
+    if gbt is None:
+        return None
+    return gbt, f"{GBT_D} (GBT DCI: {LASSO_D} was not logged)"
+
+
+def _model_colours(frame: pd.DataFrame) -> tuple[pd.Series, dict[str, str]]:
+    """Each trial's legend entry and a colour per entry: its model, or its objective when
+    there are too many models for a legend to tell apart."""
+    labels = model_labels(frame)
+    if labels.nunique() > _MAX_MODELS and OBJECTIVE in frame.columns:
+        labels = frame[OBJECTIVE].astype(str)
+    return labels, palette(natural_order(labels))
+
+
 def reconstruction_splits(frame: pd.DataFrame) -> Figure | None:
-    """Reconstruction NLL on training vs held-out combinations against DCI, one panel per
-    split (Montero et al. 2021, Figs. 3-4: disentangled models do not reconstruct unseen
-    combinations better)."""
+    """Reconstruction NLL on training (circles) vs held-out (triangles) combinations against
+    DCI's Lasso D-score, one panel per split, one colour per model (Montero et al. 2021,
+    Figs. 3-4: disentangled models do not reconstruct unseen combinations better)."""
     heldout = metric(HELDOUT_NLL)
     train = first_present(frame, TRAIN_NLL)
-    x = first_present(frame, (DCI,))
-    if heldout not in frame.columns or train is None or x is None or frame[heldout].isna().all():
+    axis = reconstruction_x(frame)
+    if heldout not in frame.columns or train is None or axis is None or frame[heldout].isna().all():
         return None
+    x, x_label = axis
     splits = frame[SPLIT].astype(str) if SPLIT in frame.columns else pd.Series("", frame.index)
     names = sorted(splits[frame[heldout].notna()].unique())
-    fig, axes = grid(1, len(names), 3.6, 3.2)
+    labels, colours = _model_colours(frame)
+    fig, axes = grid(1, len(names), 3.8, 3.4)
     for ax, name in zip(axes[0], names, strict=True):
         sub = frame[(splits == name) & frame[heldout].notna()]
         ax.vlines(sub[x], sub[train], sub[heldout], color="#bbbbbb", lw=0.8)
-        ax.scatter(sub[x], sub[train], s=14, color="#4C72B0", label=f"train ({short(train)})")
-        ax.scatter(
-            sub[x],
-            sub[heldout],
-            s=14,
-            marker="^",
-            color="#C44E52",
-            label=f"held-out ({HELDOUT_NLL})",
-        )
-        ax.set_xlabel(short(x))
+        for model in natural_order(labels[sub.index]):
+            rows = sub[labels[sub.index] == model]
+            colour = colours[model]
+            ax.scatter(rows[x], rows[train], s=16, color=colour, marker="o")
+            ax.scatter(rows[x], rows[heldout], s=18, color=colour, marker="^")
+        ax.set_xlabel(x_label, fontsize=8)
         ax.set_ylabel("reconstruction NLL (nats / image)")
         ax.set_title(name, fontsize=9)
         ax.grid(alpha=0.3)
-    axes[0, 0].legend(fontsize=7)
-    fig.suptitle("Reconstruction of seen vs unseen combinations")
+    # One legend for every panel: each model's colour, then what the two markers are.
+    first = axes[0, 0]
+    for model, colour in colours.items():
+        first.scatter([], [], s=16, color=colour, marker="s", label=model)
+    first.scatter([], [], s=16, color="#555555", marker="o", label=f"train ({short(train)})")
+    first.scatter([], [], s=18, color="#555555", marker="^", label=f"held-out ({HELDOUT_NLL})")
+    first.legend(fontsize=6)
+    fig.suptitle("Reconstruction of seen vs unseen combinations against disentanglement")
     return fig

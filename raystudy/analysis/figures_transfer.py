@@ -1,30 +1,35 @@
 """The report's figures of OOD transfer: transfer error against DCI (Dittadi et al. 2021,
-Figs. 4-5), with and without input noise (Fig. 6), and per factor (Fig. 15)."""
+Figs. 4-5), with and without input noise (Fig. 6), per factor and noise (Fig. 15), and the
+R^2 of each model per split (Schott et al. 2022)."""
 
 from __future__ import annotations
 
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
 from raystudy.analysis.columns import (
+    GBT_D,
     INPUT_NOISE,
     disentanglement_columns,
     first_present,
+    noise_indicator,
     short,
     transfer_scores,
 )
 from raystudy.analysis.correlations import pivot
-from raystudy.analysis.groups import SUPERVISION
+from raystudy.analysis.groups import SUPERVISION, natural_order
 from raystudy.analysis.plotting import (
     binned_boxes,
     dot,
     grid,
     heatmap,
     jitter,
+    palette,
 )
 
 #: The disentanglement metric plotted against transfer (Figs. 4, 14), first present wins.
-DCI = "dis/dci_d"
+DCI = GBT_D
 
 
 def transfer_vs_dci(frame: pd.DataFrame, table: pd.DataFrame) -> Figure | None:
@@ -122,14 +127,29 @@ def input_noise_effect(frame: pd.DataFrame) -> Figure | None:
     return fig
 
 
+def _noise_levels(frame: pd.DataFrame) -> list[tuple[pd.Index, str, str]]:
+    """(rows, label, colour) per input-noise level; one level of every row when the study
+    does not vary noise."""
+    noise = noise_indicator(frame)
+    if noise is None:
+        return [(frame.index, "", "#4C72B0")]
+    return [
+        (noise.index[noise == 0.0], "without input noise", "#4C72B0"),
+        (noise.index[noise == 1.0], "with input noise", "#DD8452"),
+    ]
+
+
 def per_factor_transfer(frame: pd.DataFrame) -> Figure | None:
-    """Transfer error of each factor, per scenario and probe (Dittadi et al. 2021, Fig. 15):
-    which factors a shift actually hurts."""
+    """Transfer error of each factor, per scenario and probe, side by side without and with
+    input noise when the study varies it (Dittadi et al. 2021, Fig. 15): which factors a
+    shift actually hurts, and which of them noise on the encoder's input protects."""
     scores = transfer_scores(frame, ("mae",), per_factor=True)
     if not scores or frame.empty:
         return None
     scenarios = sorted({t.scenario for t in scores})
     probes = sorted({t.probe for t in scores})
+    levels = _noise_levels(frame)
+    width = 0.7 / len(levels)
     fig, axes = grid(len(probes), len(scenarios), 2.9, 2.9)
     for (i, probe), (j, scenario) in (
         (a, b) for a in enumerate(probes) for b in enumerate(scenarios)
@@ -139,14 +159,83 @@ def per_factor_transfer(frame: pd.DataFrame) -> Figure | None:
         if not cells:
             ax.set_visible(False)
             continue
-        values = [frame[t.column].dropna().to_numpy(dtype=float) for t in cells]
-        ax.boxplot(values, positions=range(len(cells)), widths=0.6, showfliers=False)
-        for k, v in enumerate(values):
-            ax.scatter(k + jitter(v.size, k), v, s=dot(v.size), alpha=0.5, lw=0, color="#4C72B0")
+        for k, (rows, label, colour) in enumerate(levels):
+            offset = (k - (len(levels) - 1) / 2) * width
+            values = [frame.loc[rows, t.column].dropna().to_numpy(dtype=float) for t in cells]
+            lines = {"color": colour}
+            ax.boxplot(
+                values,
+                positions=[c + offset for c in range(len(cells))],
+                widths=0.85 * width,
+                showfliers=False,
+                boxprops=lines,
+                whiskerprops=lines,
+                capprops=lines,
+                medianprops=lines,
+            )
+            for c, v in enumerate(values):
+                ax.scatter(
+                    c + offset + jitter(v.size, c) * width,
+                    v,
+                    s=dot(v.size),
+                    alpha=0.5,
+                    lw=0,
+                    color=colour,
+                    label=label if c == 0 and label else None,
+                )
         ax.set_xticks(range(len(cells)))
         ax.set_xticklabels([t.factor for t in cells], rotation=45, ha="right", fontsize=8)
         ax.set_title(f"{scenario} / {probe}", fontsize=9)
         if j == 0:
             ax.set_ylabel("MAE (factor scaled to [0, 1])", fontsize=8)
-    fig.suptitle("Per-factor OOD transfer error")
+    if len(levels) > 1:
+        axes[0, 0].legend(fontsize=7, markerscale=1.5)
+    by_noise = ", without and with input noise" if len(levels) > 1 else ""
+    fig.suptitle(f"Per-factor OOD transfer error{by_noise}")
+    return fig
+
+
+def r2_by_split(table: pd.DataFrame) -> Figure | None:
+    """Seed mean R^2 of each model on each split (Schott et al. 2022), with the seed
+    standard deviation as error bars: one panel per dataset and probe, scenario `test`.
+    `table` is `r2_table.csv`."""
+    main = table[table["scenario"] == "test"] if not table.empty else table
+    if main.empty:
+        return None
+    panels = list(dict.fromkeys(zip(main["dataset"], main["probe"], strict=True)))
+    splits = list(pd.unique(main["split"]))
+    models = natural_order(main["model"])
+    step = 0.8 / len(models)
+    cols = min(2, len(panels))
+    fig, axes = grid(-(-len(panels) // cols), cols, 1.1 * len(splits) + 2.6, 3.2)
+    colours = palette(models)
+    for ax, (dataset, probe) in zip(axes.flat, panels, strict=False):
+        sub = main[(main["dataset"] == dataset) & (main["probe"] == probe)]
+        for m, model in enumerate(models):
+            rows = sub[sub["model"] == model]
+            if rows.empty:
+                continue
+            offset = (m - (len(models) - 1) / 2) * step
+            ax.errorbar(
+                [splits.index(s) + offset for s in rows["split"]],
+                rows["r2"],
+                yerr=rows["r2_std"].fillna(0.0),
+                fmt="o",
+                ms=4,
+                capsize=2,
+                color=colours[model],
+            )
+        ax.axhline(0.0, color="#999999", lw=0.8)
+        ax.axhline(1.0, color="#999999", lw=0.8, ls=":")
+        ax.set_xticks(range(len(splits)))
+        ax.set_xticklabels([s.removeprefix("schott_") for s in splits], fontsize=8)
+        ax.set_ylabel("R² over factors (bars: seed sd)", fontsize=8)
+        ax.set_title(" / ".join(p for p in (dataset, probe) if p), fontsize=9)
+        ax.grid(axis="y", alpha=0.3)
+    for ax in axes.flat[len(panels) :]:
+        ax.set_visible(False)
+    # Every model in one legend, also those a first panel's dataset or probe lacks.
+    handles = [Line2D([], [], marker="o", ls="", color=colours[m]) for m in models]
+    axes.flat[0].legend(handles, models, fontsize=7, title="model", title_fontsize=7)
+    fig.suptitle("R² of the probes per split (Schott et al. 2022): mean over seeds")
     return fig

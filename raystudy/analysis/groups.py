@@ -8,12 +8,13 @@ transfer; reference models (a supervised encoder, the ground-truth decoder of Mo
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 import pandas as pd
 
-from raystudy.analysis.cells import CELL
-from raystudy.analysis.columns import OBJECTIVE, PARAM
+from raystudy.analysis.cells import CELL, DATASET
+from raystudy.analysis.columns import OBJECTIVE, PARAM, SPLIT
 from raystudy.analysis.errors import AnalysisError
 
 WEAK = frozenset({"ada_gvae", "ml_vae"})
@@ -28,6 +29,17 @@ AXIS_ALIASES = {
     "noise": "train.input_noise",
     "dataset": "dataset.name",
 }
+
+
+#: Params that never tell two models apart: the seed is what a model is repeated over, the
+#: split and the dataset are the cells a model is compared within, and a model's size and
+#: cost follow from its config.
+_NOT_MODEL = (
+    PARAM + "seed",
+    DATASET,
+    PARAM + "model.num_params",
+    PARAM + "model.flops_per_step",
+)
 
 
 class AxisError(AnalysisError):
@@ -92,3 +104,38 @@ def trial_groups(frame: pd.DataFrame, by: Iterable[str] = ()) -> list[tuple[str,
         for value in sorted(values.unique()):
             groups.append((f"{column.removeprefix(PARAM)}={value}", values.index[values == value]))
     return groups
+
+
+def model_labels(frame: pd.DataFrame) -> pd.Series:
+    """Each trial's model: its objective and every other parameter that varies across
+    `frame`, except the seed, the split and the dataset (`beta_vae beta=4.0`).
+
+    Trials with one label differ only in seed, split or dataset, so a mean over one label's
+    trials of one split and dataset is a mean over seeds (Schott et al. 2022 report R^2 so).
+    A parameter a trial does not have (a factor_vae has no beta) is left out of its label.
+    """
+    if OBJECTIVE in frame.columns:
+        labels = frame[OBJECTIVE].astype(str)
+    else:
+        labels = pd.Series("model", index=frame.index, dtype=object)
+    for key in varying_params(frame):
+        column = PARAM + key
+        if column in (*_NOT_MODEL, OBJECTIVE) or column.startswith(SPLIT):
+            continue
+        values = frame[column]
+        shown = key.removeprefix("model.")
+        labels = labels.where(values.isna(), labels + f" {shown}=" + values.astype(str))
+    return labels.rename("model")
+
+
+def natural_order(names: Iterable[str]) -> list[str]:
+    """Distinct names sorted with their numbers compared as numbers (`beta=4.0` before
+    `beta=16.0`), so models read in the order of their hyperparameters."""
+    # re.split with a group alternates text (even places) and numbers (odd places).
+    return sorted(
+        set(names),
+        key=lambda name: [
+            float(part) if i % 2 else part
+            for i, part in enumerate(re.split(r"(\d+(?:\.\d+)?)", name))
+        ],
+    )

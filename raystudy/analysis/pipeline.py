@@ -7,7 +7,7 @@ reading from MLflow and the logging back to the study's parent run.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -19,6 +19,7 @@ from raystudy.analysis.correlations import correlation_table, transfer_correlati
 from raystudy.analysis.errors import AnalysisError
 from raystudy.analysis.figures import StudyFigure, study_figures
 from raystudy.analysis.groups import trial_groups, with_supervision
+from raystudy.analysis.r2_table import r2_modularity, r2_table
 from raystudy.analysis.report import ReportFigure, ReportInputs, render_report
 from raystudy.analysis.results import (
     ANALYSIS_DIR,
@@ -34,6 +35,8 @@ from raystudy.analysis.selection import selection_table
 CORRELATIONS_FILE = "correlations.csv"
 PROXY_FILE = "unsupervised_vs_disentanglement.csv"
 SELECTION_FILE = "selection.csv"
+R2_FILE = "r2_table.csv"
+MODULARITY_FILE = "r2_modularity.csv"
 REPORT_FILE = "report.html"
 
 
@@ -57,6 +60,10 @@ class Analysis:
     selection: pd.DataFrame
     figures: list[StudyFigure]
     settings: Settings
+    #: Schott et al.'s R^2 per model and split, and their modularity summary; empty
+    #: (and not written) when no finished trial has a schott_* split.
+    r2: pd.DataFrame = field(default_factory=pd.DataFrame)
+    r2_modularity: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def status_counts(self) -> pd.Series:
@@ -87,6 +94,8 @@ def compute(frame: pd.DataFrame, settings: Settings = Settings()) -> Analysis:
     # count every repeated label's rows again.
     frame = frame.reset_index(drop=True)
     frame = with_supervision(frame) if "supervision" not in frame.columns else frame
+    # Before the cells rename scenarios: the R^2 table keeps split and scenario apart.
+    r2, modularity = r2_table(finished(frame)), r2_modularity(finished(frame))
     done = transfer_by_cell(finished(frame))
     groups = trial_groups(done, settings.by)
     correlations = transfer_correlations(
@@ -102,8 +111,8 @@ def compute(frame: pd.DataFrame, settings: Settings = Settings()) -> Analysis:
         min_trials=settings.min_trials,
     )
     selection = selection_table(done, groups, min_trials=settings.min_trials)
-    figures = study_figures(done, correlations, proxy)
-    return Analysis(frame, correlations, proxy, selection, figures, settings)
+    figures = study_figures(done, correlations, proxy, r2)
+    return Analysis(frame, correlations, proxy, selection, figures, settings, r2, modularity)
 
 
 def write_analysis(
@@ -114,7 +123,8 @@ def write_analysis(
     planned_trials: int,
     spec_text: str = "",
 ) -> list[Path]:
-    """Every output file in `folder`: results.parquet, the CSV tables, the PNGs, report.html."""
+    """Every output file in `folder`: results.parquet, the CSV tables (the R^2 ones only for
+    a study of Schott splits), the PNGs, report.html."""
     folder.mkdir(parents=True, exist_ok=True)
     files = [folder / RESULTS_FILE]
     analysis.frame.to_parquet(files[0], index=False)
@@ -123,6 +133,12 @@ def write_analysis(
         (PROXY_FILE, analysis.proxy_correlations),
         (SELECTION_FILE, analysis.selection),
     ):
+        table.to_csv(folder / name, index=False)
+        files.append(folder / name)
+    for name, table in ((R2_FILE, analysis.r2), (MODULARITY_FILE, analysis.r2_modularity)):
+        if table.empty:  # not a Schott study (now): no table, nor one left from an earlier run
+            (folder / name).unlink(missing_ok=True)
+            continue
         table.to_csv(folder / name, index=False)
         files.append(folder / name)
     figures = []
@@ -146,6 +162,8 @@ def write_analysis(
             correlations=analysis.correlations,
             proxy_correlations=analysis.proxy_correlations,
             selection=analysis.selection,
+            r2=analysis.r2,
+            r2_modularity=analysis.r2_modularity,
             figures=figures,
             spec_text=spec_text,
             settings={

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from matplotlib import colormaps
 from matplotlib.axes import Axes
-from matplotlib.colors import TwoSlopeNorm
+from matplotlib.colors import TwoSlopeNorm, to_hex
 from matplotlib.figure import Figure
 
 from raystudy.analysis.correlations import pivot
@@ -22,6 +23,12 @@ def grid(rows: int, cols: int, width: float, height: float) -> tuple[Figure, np.
     fig = Figure(figsize=(width * cols, height * rows), layout="constrained")
     axes = np.asarray(fig.subplots(rows, cols, squeeze=False))
     return fig, axes
+
+
+def palette(names: list[str]) -> dict[str, str]:
+    """A distinct colour per name, in order (tab10, or tab20 past ten names)."""
+    colours = colormaps["tab10" if len(names) <= 10 else "tab20"]
+    return {name: to_hex(colours(i % colours.N)) for i, name in enumerate(names)}
 
 
 def supervision_kinds(frame: pd.DataFrame) -> list[str]:

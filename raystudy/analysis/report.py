@@ -58,6 +58,9 @@ class ReportInputs:
     spec_text: str
     settings: dict[str, object] = field(default_factory=dict)
     min_trials: int = 5
+    #: `r2_table.csv` and `r2_modularity.csv`; empty for a study of no Schott split.
+    r2: pd.DataFrame = field(default_factory=pd.DataFrame)
+    r2_modularity: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def _e(value: object) -> str:
@@ -111,6 +114,9 @@ def correlation_html(table: pd.DataFrame, group: str, transpose: bool = False) -
         cells = [f'<th class="l">{_e(x)}</th>']
         for y in rho.columns:
             r, lo, hi, k = rho.at[x, y], low.at[x, y], high.at[x, y], n.at[x, y]
+            if not np.isfinite(k):  # a pair not correlated (an NLL against itself)
+                cells.append('<td class="blank"></td>')
+                continue
             if not np.isfinite(r):
                 cells.append(f'<td class="blank">&ndash;<br><small>n={int(k)}</small></td>')
                 continue
@@ -154,6 +160,48 @@ def selection_html(table: pd.DataFrame, group: str) -> str:
             )
         rows.append("<tr>" + "".join(cells) + "</tr>")
     return f'<div class="scroll"><table><tr>{head}</tr>{"".join(rows)}</table></div>'
+
+
+def r2_html(r2: pd.DataFrame, modularity: pd.DataFrame) -> str:
+    """Schott et al.'s table (scenario `test`): mean R^2 +- seed sd (n) per model (rows, by
+    dataset and probe) and split (columns), then the modularity summary; '' when empty."""
+    main = r2[r2["scenario"] == "test"] if not r2.empty else r2
+    if main.empty:
+        return ""
+    cell = main.apply(
+        lambda r: (
+            f"{r['r2']:.3f}"
+            + (f" ± {r['r2_std']:.3f}" if np.isfinite(r["r2_std"]) else "")
+            + f" (n={r['n']})"
+        ),
+        axis=1,
+    )
+    splits = list(pd.unique(main["split"]))
+    wide = (
+        main.assign(cell=cell)
+        .pivot(index=["dataset", "probe", "model"], columns="split", values="cell")
+        .reindex(columns=splits)
+        .fillna("")
+        .reset_index()
+    )
+    parts = [
+        '<h2>R&sup2; per model and split (Schott et al. 2022)</h2><p class="note">R&sup2; of '
+        "the probes over all factors on each split's test set (variance over the full factor "
+        "grid), mean &plusmn; standard deviation over seeds (n runs). Per-factor values and "
+        "every scenario: <code>r2_table.csv</code>.</p>",
+        f'<div class="scroll">{_simple_table(wide, left=("dataset", "probe", "model"))}</div>',
+    ]
+    if not modularity.empty:
+        parts.append(
+            '<h3>Modularity: one factor out of range</h3><p class="note">In each '
+            "<code>single_&lt;factor&gt;</code> scenario only that factor leaves its training "
+            "range: its R&sup2; (<code>ood_r2</code>) beside the mean R&sup2; of the other "
+            "factors (<code>others_r2</code>), over seeds (<code>r2_modularity.csv</code>).</p>"
+            + '<div class="scroll">'
+            + _simple_table(modularity, left=("model", "split", "dataset", "probe", "ood_factor"))
+            + "</div>"
+        )
+    return "".join(parts)
 
 
 def _groups(table: pd.DataFrame) -> list[str]:
@@ -218,6 +266,10 @@ analysed. Runs by MLflow status:</p>
 score (higher is better), so a metric that helps transfer correlates negatively with MAE and
 positively with R&sup2;. Bold: the interval excludes 0. A dash: fewer than
 {inputs.min_trials} trials, or a score that does not vary. Cf. Dittadi et al. (2021), Fig. 5.
+A row <code>train.input_noise</code> (a study that varies input noise; 1 with noise, 0
+without) is Fig. 6's top row. Columns <code>eval/recon_heldout</code> (per split,
+<code>@&lt;cell&gt;</code>; splits that hold combinations out) are the reconstruction NLL of
+combinations never trained on, an error like MAE (Montero et al. 2021).
 </p>
 {_grouped(inputs.correlations, correlation_html)}
 <h2>Model selection: regret in transfer MAE</h2>
@@ -227,6 +279,7 @@ minus the lowest MAE of any model: 0 means the score picked the best model. The
 <i>random choice</i> row is the mean MAE minus the best, what picking a model blindly costs.
 Hover a cell for the model chosen.</p>
 {_grouped(inputs.selection, selection_html)}
+{r2_html(inputs.r2, inputs.r2_modularity)}
 <h2>Unsupervised scores vs disentanglement</h2>
 <p class="note">Rank correlation of ELBO, reconstruction (NLL, lower is better) and
 downstream accuracy (columns) with each disentanglement metric (rows). Cf. Dittadi et al.

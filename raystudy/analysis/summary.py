@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from raystudy.analysis.columns import HELDOUT_NLL
 from raystudy.analysis.correlations import format_table, pivot
-from raystudy.analysis.pipeline import REPORT_FILE, StudyAnalysis
+from raystudy.analysis.pipeline import MODULARITY_FILE, R2_FILE, REPORT_FILE, StudyAnalysis
 
 
 def format_summary(result: StudyAnalysis) -> str:
@@ -30,14 +31,32 @@ def format_summary(result: StudyAnalysis) -> str:
     lines.append(f"Report: {(result.folder / REPORT_FILE).as_uri()}")
     lines += ["", _correlations(a.correlations, a.settings.min_trials), ""]
     lines.append(_regret(a.selection))
+    if not a.r2.empty:
+        lines += ["", _r2(a.r2, a.r2_modularity)]
     return "\n".join(lines)
 
 
+def _r2(r2: pd.DataFrame, modularity: pd.DataFrame) -> str:
+    """Schott et al.'s headline: R^2 of each split, averaged over the models' seed means."""
+    files = f"{R2_FILE} ({len(r2)} rows)"
+    if not modularity.empty:
+        files += f", {MODULARITY_FILE} ({len(modularity)} rows)"
+    main = r2[r2["scenario"] == "test"]
+    head = f"R^2 per split (Schott et al. 2022), mean over models of their seed means; {files}"
+    if main.empty:
+        return head + "\n(no scenario 'test' in the R^2 table)"
+    wide = main.pivot_table(index="split", columns=["dataset", "probe"], values="r2", sort=False)
+    wide.columns = [" / ".join(str(p) for p in c if p) for c in wide.columns]
+    return head + "\n" + wide.to_string(float_format=lambda v: f"{v:+.3f}")
+
+
 def _correlations(table: pd.DataFrame, min_trials: int) -> str:
-    maes = table[table["y"].str.endswith("/mae")]
+    # Errors only (lower is better), so every sign reads the same way: MAE and held-out NLL.
+    maes = table[table["y"].str.endswith("/mae") | table["y"].str.startswith(HELDOUT_NLL)]
     head = (
-        "Spearman rho with transfer MAE, all finished trials (lower MAE is better; "
-        f"'.': fewer than {min_trials} trials or a constant score; CIs in correlations.csv)\n"
+        "Spearman rho with transfer MAE (and held-out reconstruction NLL), all finished trials "
+        f"(lower is better; '.': fewer than {min_trials} trials or a constant score; CIs in "
+        "correlations.csv)\n"
     )
     if maes.empty:
         return head + "(no metric pairs to correlate)"
