@@ -167,6 +167,10 @@ def test_register_models_needs_log_models() -> None:
             tiny("r", "execution.log_models=false", "execution.register_models=true"),
             check_data=False,
         )
-    spec = load_spec(SMOKE, tiny("r", "execution.register_models=true"), check_data=False)
+    spec = load_spec(
+        SMOKE,
+        tiny("r", "execution.log_models=true", "execution.register_models=true"),
+        check_data=False,
+    )
     assert spec.execution.log_models and spec.execution.register_models
     assert json.loads(spec.model_dump_json())["execution"]["log_models"] is True
