@@ -1,4 +1,7 @@
-"""`raystudy`: thin command line over spec, study and analysis. No logic lives here."""
+"""`raystudy`: thin command line over spec, study, evaluation and analysis. No logic lives
+here; it is longer than a module should be (~540 lines) because each command's options and
+messages are spelled out in it, one command after another.
+"""
 
 from __future__ import annotations
 
@@ -331,6 +334,172 @@ def analyze(
     typer.echo(format_summary(result))
 
 
+# --- evaluate: score any encoder as a trial is scored -----------------------------------------
+
+
+def _names(values: list[str] | None) -> list[str] | None:
+    """`--metrics dci,mig` or `--metrics dci --metrics mig`; `--metrics ''` is none."""
+    if values is None:
+        return None
+    return [n.strip() for v in values for n in v.split(",") if n.strip()]
+
+
+def _options(items: list[str], flag: str) -> dict[str, Any]:
+    """key=value pairs, values parsed as YAML (as a spec reads them)."""
+    from raystudy.spec import parse_yaml
+
+    options: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            _fail(f"{flag} {item!r}: expected key=value")
+        try:
+            options[key] = parse_yaml(value)
+        except ValueError as exc:
+            _fail(f"{flag} {key}: value is {exc}")
+    return options
+
+
+def _evaluate_store(
+    tracking_uri: str | None, experiment: str | None, output: Path
+) -> tuple[str | None, str | None]:
+    """The tracking URI to load from and log to, and the parent run of the study that
+    `--experiment` names under `--output` (its store is the default), if it is one."""
+    import os
+
+    from raystudy.study.folder import StudyError, StudyInfo
+
+    if experiment is not None and (output / experiment / "study.json").is_file():
+        try:
+            info = StudyInfo.read((output / experiment).resolve())
+        except StudyError as exc:
+            _fail(str(exc))
+        return tracking_uri or info.tracking_uri, info.parent_run_id
+    return tracking_uri or os.environ.get("MLFLOW_TRACKING_URI"), None
+
+
+@app.command()
+def evaluate(
+    encoder: Annotated[
+        str,
+        typer.Option(
+            help="runs:/<run id>/model (a logged model), models:/..., or package.module:function "
+            "(a callable images -> codes, or a factory that returns an nn.Module)."
+        ),
+    ],
+    dataset: Annotated[str, typer.Option(help="Dataset name (see `raystudy datasets`).")],
+    split: Annotated[
+        str,
+        typer.Option(help="A built-in split, or a split spelled out as YAML selectors."),
+    ] = "iid",
+    metrics: Annotated[
+        list[str] | None,
+        typer.Option(help="Metrics (comma-separated or repeated); default: a trial's."),
+    ] = None,
+    probes: Annotated[
+        list[str] | None,
+        typer.Option(help="Transfer probes (comma-separated or repeated); default: a trial's."),
+    ] = None,
+    seed: Annotated[
+        int | None, typer.Option(help="evaluation.seed: the ground-truth draws (a study's).")
+    ] = None,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set", help="Another evaluation field: num_train=2000, probe_test=1000, ..."
+        ),
+    ] = None,
+    option: Annotated[
+        list[str] | None,
+        typer.Option("--option", "-O", help="Dataset option key=value (YAML value)."),
+    ] = None,
+    json_path: Annotated[
+        Path | None, typer.Option("--json", help="Write the scores here: {key: value}.")
+    ] = None,
+    experiment: Annotated[
+        str | None,
+        typer.Option(
+            help="Log the scores as a run (raystudy.role=external) of this experiment; a "
+            "study's name puts the encoder beside its trials in `raystudy analyze`."
+        ),
+    ] = None,
+    tracking_uri: Annotated[
+        str | None,
+        typer.Option(
+            help="MLflow store (default: the store of the study --experiment names under "
+            "--output, else MLFLOW_TRACKING_URI)."
+        ),
+    ] = None,
+    output: OutputOpt = Path("studies"),
+    device: Annotated[str, typer.Option(help="Where images are rendered and encoded.")] = "cpu",
+    n_jobs: Annotated[int, typer.Option(min=1, help="Threads of the metrics and probes.")] = 1,
+) -> None:
+    """Score an encoder with exactly the dis/*, down/* and transfer/* keys a trial logs, on
+    the same ground-truth draws (evaluation.seed); print them, and write or log them."""
+    import json
+
+    from raystudy.evaluate import (
+        MLFLOW_SCHEMES,
+        EncoderError,
+        evaluation_setup,
+        resolve_encoder,
+        score_encoder,
+    )
+    from raystudy.spec import SpecError, parse_yaml
+
+    uri, parent = _evaluate_store(tracking_uri, experiment, output)
+    if uri is None and (experiment is not None or encoder.startswith(MLFLOW_SCHEMES)):
+        _fail(
+            f"{'--experiment' if experiment else '--encoder ' + encoder} needs an MLflow "
+            "store: --tracking-uri URI, MLFLOW_TRACKING_URI, or --experiment <study> with "
+            "--output <the folder that holds it>"
+        )
+    fields = _options([s.removeprefix("evaluation.") for s in set_ or []], "--set")
+    if seed is not None:
+        fields["seed"] = seed
+    try:
+        split_value = parse_yaml(split) if split.lstrip().startswith("{") else split
+    except ValueError as exc:
+        _fail(f"--split: {exc}")
+    try:
+        data, split_, config = evaluation_setup(
+            dataset,
+            split_value,
+            fields,
+            metrics=_names(metrics),
+            probes=_names(probes),
+            dataset_options=_options(option or [], "--option"),
+        )
+        fn, name = resolve_encoder(encoder, uri)
+        results = score_encoder(fn, name, data, split_, config.evaluation, _device(device), n_jobs)
+    except (SpecError, EncoderError) as exc:
+        _fail(str(exc))
+    width = max((len(k) for k in results), default=0)
+    for key in sorted(results):
+        typer.echo(f"{key:{width}s}  {results[key]:.6g}")
+    if json_path is not None:
+        json_path.write_text(json.dumps(dict(sorted(results.items())), indent=2))
+        typer.echo(f"Scores -> {json_path}")
+    if experiment is not None:
+        from raystudy.tracking.external import log_external_run
+        from raystudy.tracking.retry import TrackingRejected, TrackingUnreachable
+
+        try:
+            run_id = log_external_run(uri, experiment, name, config, results, parent_run_id=parent)
+        except (TrackingUnreachable, TrackingRejected) as exc:
+            _fail(f"the scores were not logged: {exc}")
+        typer.echo(f"Logged as run {run_id} of experiment {experiment!r} ({uri})")
+
+
+def _device(name: str) -> Any:
+    import torch
+
+    try:
+        return torch.device(name)
+    except RuntimeError as exc:
+        _fail(f"--device {name!r}: {exc}")
+
+
 # --- datasets: look at the data before a study ---------------------------------------------
 
 datasets_app = typer.Typer(
@@ -366,17 +535,8 @@ def datasets_show(
     """Write a grid of samples: one row per domain, the same factor combinations in each."""
     from raystudy.data import get_dataset
     from raystudy.data.preview import write_preview
-    from raystudy.spec import parse_yaml
 
-    options = {}
-    for item in option or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            _fail(f"--option {item!r}: expected key=value")
-        try:
-            options[key] = parse_yaml(value)  # as a spec's dataset.options reads it
-        except ValueError as exc:
-            _fail(f"--option {key}: value is {exc}")
+    options = _options(option or [], "--option")  # as a spec's dataset.options reads them
     try:
         ds = get_dataset(name, **options)
         path = write_preview(ds, out, n=n, seed=seed)

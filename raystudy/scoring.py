@@ -2,10 +2,14 @@
 (`raystudy.keys`), on ground-truth draws fixed by `evaluation.seed` alone.
 
 No Ray and no MLflow: `plan`, benchmarks and notebooks score a model with this module alone,
-and the trials log what it returns.
+and the trials log what it returns. `score_representation` scores any representation given as
+a `Represent` callable (images -> codes), which is how `raystudy.evaluate` scores an encoder
+that raystudy did not train on the same draws as the trials' models.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -24,7 +28,12 @@ from raystudy.metrics import (
 from raystudy.metrics.probes import probe_applies
 from raystudy.metrics.unsupervised import decoder_scores, unsupervised
 from raystudy.models import OBJECTIVES, VAE
-from raystudy.spec import TrialConfig
+from raystudy.spec import EvaluationConfig, TrialConfig
+
+#: A representation: images [B, C, H, W] in [0, 1] -> codes [B, D].
+Represent = Callable[[torch.Tensor], torch.Tensor]
+#: Factor indices [N, K] -> codes [N, D], for a representation no image gives (gt_decoder).
+CodesOf = Callable[[np.ndarray], np.ndarray]
 
 
 def build_split(config: TrialConfig, dataset: GroundTruthDataset) -> Split:
@@ -34,6 +43,28 @@ def build_split(config: TrialConfig, dataset: GroundTruthDataset) -> Split:
 
 
 @torch.no_grad()
+def encode_codes(
+    represent: Represent,
+    dataset: GroundTruthDataset,
+    indices: np.ndarray,
+    device: torch.device,
+    domain: str = "sim",
+    batch_size: int = 256,
+) -> np.ndarray:
+    """The codes `represent` gives the images of `indices`, rendered in `domain`, batch by
+    batch, as a float64 numpy array."""
+    out = []
+    for start in range(0, len(indices), batch_size):
+        idx = torch.from_numpy(indices[start : start + batch_size]).to(device)
+        out.append(torch.as_tensor(represent(dataset.render(idx, domain=domain))).cpu())
+    return torch.cat(out).numpy().astype(np.float64)
+
+
+def model_representation(model: VAE) -> Represent:
+    """A trained model's representation of images: its posterior means."""
+    return lambda x: model.encode(x)[0]
+
+
 def encode_means(
     model: VAE,
     dataset: GroundTruthDataset,
@@ -47,11 +78,7 @@ def encode_means(
     ground-truth factors themselves, which no image can change."""
     if model.code_is_ground_truth:
         return dataset.factors.normalise(np.asarray(indices)).astype(np.float64)
-    out = []
-    for start in range(0, len(indices), batch_size):
-        idx = torch.from_numpy(indices[start : start + batch_size]).to(device)
-        out.append(model.encode(dataset.render(idx, domain=domain))[0].cpu())
-    return torch.cat(out).numpy().astype(np.float64)
+    return encode_codes(model_representation(model), dataset, indices, device, domain, batch_size)
 
 
 def render_all(
@@ -88,7 +115,7 @@ def score_model(
     device: torch.device,
     n_jobs: int = 1,
 ) -> dict[str, float]:
-    """All eval/*, dis/* and transfer/* metrics of a trained model.
+    """All eval/*, dis/*, down/* and transfer/* metrics of a trained model.
 
     Ground-truth draws depend only on `evaluation.seed`, never on the trial's seed, so every
     model of a study is scored on the same points (as disentanglement_lib's studies do).
@@ -109,17 +136,63 @@ def score_model(
             scores = reconstruction_scores(model, dataset, idx, device, seed)
             results.update({eval_key(k, heldout=heldout): v for k, v in scores.items()})
 
+    # For gt_decoder, the factors themselves are the code every metric scores.
+    def truth(idx: np.ndarray) -> np.ndarray:
+        return encode_means(model, dataset, idx, device)
+
+    results.update(
+        score_representation(
+            model_representation(model),
+            dataset,
+            split,
+            ev,
+            device,
+            n_jobs=n_jobs,
+            factor_sized=OBJECTIVES.get(config.model.objective).code_is_factor_sized,
+            codes_of=truth if model.code_is_ground_truth else None,
+        )
+    )
+    return results
+
+
+def score_representation(
+    represent: Represent,
+    dataset: GroundTruthDataset,
+    split: Split,
+    evaluation: EvaluationConfig,
+    device: torch.device,
+    n_jobs: int = 1,
+    factor_sized: bool = False,
+    codes_of: CodesOf | None = None,
+) -> dict[str, float]:
+    """The dis/*, down/* and transfer/* metrics of a representation, on the draws
+    `evaluation.seed` fixes: what `score_model` reports of a trained model but eval/*, which
+    needs a decoder.
+
+    `represent` maps images to codes; `codes_of`, when given, maps factor indices to codes
+    instead (a representation no image gives: gt_decoder's). `factor_sized` says whether code
+    column k stands for factor k, which the `own` probe needs.
+    """
+    ev = evaluation
+    seed = ev.seed
+    results: dict[str, float] = {}
+
+    def codes(idx: np.ndarray, domain: str = "sim") -> np.ndarray:
+        if codes_of is not None:
+            return np.asarray(codes_of(idx), dtype=np.float64)
+        return encode_codes(represent, dataset, idx, device, domain)
+
     n_train = ev.num_train
     fixed = [m for m in ev.metrics if m not in INTERVENTION_METRICS]
     if fixed:
         points = split.sample("encoder", n_train + ev.num_test, np.random.default_rng([seed, 2]))
-        codes = encode_means(model, dataset, points, device)
+        fixed_codes = codes(points)
     for name in fixed:
         fn = get_metric(name)
         scores = fn(
-            codes[:n_train],
+            fixed_codes[:n_train],
             points[:n_train],
-            codes[n_train:],
+            fixed_codes[n_train:],
             points[n_train:],
             seed=seed,
             n_jobs=n_jobs,
@@ -133,19 +206,13 @@ def score_model(
         # model was trained on, as for the fixed-sample metrics. One pool serves every
         # intervention metric (each would draw this same one), and for gt_decoder it holds
         # the factors themselves, the representation every other metric scores.
-        def represent(x: torch.Tensor) -> torch.Tensor:
-            return model.encode(x)[0]
-
-        def truth(idx: np.ndarray) -> np.ndarray:
-            return encode_means(model, dataset, idx, device)
-
         pool = draw_pool(
             dataset,
             represent,
             sampler=FeasibleSampler(dataset, accept=lambda idx: split.mask("encoder", idx)),
             seed=seed,
             device=device,
-            codes_of=truth if model.code_is_ground_truth else None,
+            codes_of=codes_of,
         )
         for name in intervention:
             scores = evaluate_intervention(
@@ -154,7 +221,6 @@ def score_model(
             results.update({metric_key("dis", k): v for k, v in scores.items()})
 
     names, sizes = dataset.factors.names, dataset.factors.sizes
-    factor_sized = OBJECTIVES.get(config.model.objective).code_is_factor_sized
     probes = [p for p in ev.probes if probe_applies(p, factor_sized)]
     for i, (scenario_name, scenario) in enumerate(split.scenarios.items()):
         if not probes:
@@ -163,8 +229,8 @@ def score_model(
         train_idx = split.sample(f"{scenario_name}/train", ev.probe_train, rng)
         test_idx = split.sample(f"{scenario_name}/test", ev.probe_test, rng)
         train_domain, test_domain = scenario.probe_domains
-        z_train = encode_means(model, dataset, train_idx, device, train_domain)
-        z_test = encode_means(model, dataset, test_idx, device, test_domain)
+        z_train = codes(train_idx, train_domain)
+        z_test = codes(test_idx, test_domain)
         for probe in probes:
             scores = transfer(
                 z_train,

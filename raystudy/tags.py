@@ -22,6 +22,9 @@ TRIAL_ID_TAG = "ray_trial_id"
 ROLE_TAG = "raystudy.role"
 STUDY_ROLE = "study"
 TRIAL_ROLE = "trial"
+#: An encoder raystudy did not train, scored by `raystudy evaluate --experiment` beside a
+#: study's trials (the analysis reads it as a group of its own).
+EXTERNAL_ROLE = "external"
 #: The study's name, on its parent and trial runs.
 STUDY_TAG = "raystudy.study"
 #: The raystudy version that ran the study (parent run) or trial.
@@ -39,6 +42,12 @@ GPU_IDS_TAG = "ray.gpu_ids"
 ERROR_TAG = "raystudy.error"
 #: Figures a trained and evaluated trial could not draw (the trial itself did not fail).
 ARTIFACT_ERROR_TAG = "raystudy.artifact_error"
+#: A trained trial whose encoder was not logged as an MLflow model, and why (gt_decoder has
+#: none; a failed upload). The trial itself did not fail.
+MODEL_ERROR_TAG = "raystudy.model_error"
+#: On a trial run: the `models:/<id>` URI of its logged encoder (`runs:/<run id>/model` loads
+#: it too). On an external run: the encoder that was scored (`runs:/...`, `module:function`).
+MODEL_TAG = "raystudy.model"
 #: The step at which a diverged trial's loss was found non-finite.
 DIVERGED_TAG = "raystudy.diverged_at_step"
 #: On runs of trials the scheduler stopped on purpose; the value names the scheduler.
@@ -63,3 +72,5 @@ def equals(tag: str, value: str) -> str:
 
 #: The `search_runs` filter that finds a study's trial runs (not its parent run).
 TRIAL_RUNS = equals(ROLE_TAG, TRIAL_ROLE)
+#: The roles of the runs a study's results table holds: its trials, and external encoders.
+RESULT_ROLES = (TRIAL_ROLE, EXTERNAL_ROLE)

@@ -19,6 +19,9 @@ TINY = [
     "evaluation.num_eval_images=32",
     "evaluation.probes=[gbt]",
     "model.latent_dim=4",
+    # Studies in tests are about running trials; logging their models (a torch.export per
+    # trial, seconds for each new Ray worker) is tested in test_logged_models.py.
+    "execution.log_models=false",
 ]
 
 

@@ -16,10 +16,14 @@ import pandas as pd
 from raystudy.analysis.cells import CELL, DATASET
 from raystudy.analysis.columns import OBJECTIVE, PARAM, SPLIT
 from raystudy.analysis.errors import AnalysisError
+from raystudy.tags import EXTERNAL_ROLE, ROLE_TAG
+from raystudy.tags import column as tag_column
 
 WEAK = frozenset({"ada_gvae", "ml_vae"})
 REFERENCE = frozenset({"supervised", "gt_decoder"})
-SUPERVISION_ORDER = ("unsupervised", "weak", "reference")
+#: Encoders raystudy did not train (`raystudy evaluate --experiment`): a group of their own.
+EXTERNAL = "external"
+SUPERVISION_ORDER = ("unsupervised", "weak", "reference", EXTERNAL)
 SUPERVISION = "supervision"
 
 #: Short names a user may pass to `--by` for the usual grid axes.
@@ -56,9 +60,14 @@ def supervision(objective: object) -> str:
 
 
 def with_supervision(frame: pd.DataFrame) -> pd.DataFrame:
-    """A copy with a `supervision` column derived from `params.model.objective`."""
+    """A copy with a `supervision` column derived from `params.model.objective`, `external`
+    for a run tagged `raystudy.role = external`."""
     objectives = frame[OBJECTIVE] if OBJECTIVE in frame.columns else pd.Series(None, frame.index)
-    return frame.assign(**{SUPERVISION: objectives.map(supervision)})
+    kinds = objectives.map(supervision)
+    role = tag_column(ROLE_TAG)
+    if role in frame.columns:
+        kinds = kinds.where(frame[role] != EXTERNAL_ROLE, EXTERNAL)
+    return frame.assign(**{SUPERVISION: kinds})
 
 
 def varying_params(frame: pd.DataFrame) -> list[str]:

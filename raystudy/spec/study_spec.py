@@ -131,6 +131,26 @@ class ExecutionConfig(_Strict):
         "e.g. [model.beta]: only weights of a loss term (each objective's `loss_weights`); "
         "needs seeds_per_trial > 1",
     )
+    log_models: bool = Field(
+        True,
+        description="log each finished trial's encoder as an MLflow model (runs:/<run id>/"
+        "model, images -> representation means; 1.9 MB a trial for the conv net at 64 px, 38 "
+        "MB for the resnet at 128 px); false for huge sweeps whose models are not worth it",
+    )
+    register_models: bool = Field(
+        False,
+        description="also register each logged model in the MLflow model registry, as a "
+        "version of raystudy-<study name> tagged with the trial's key params (needs "
+        "log_models)",
+    )
+
+    @model_validator(mode="after")
+    def _registering_logs(self) -> ExecutionConfig:
+        if self.register_models and not self.log_models:
+            raise ValueError(
+                "register_models registers the logged models: it needs log_models: true"
+            )
+        return self
 
 
 class ResourcesConfig(_Strict):

@@ -17,7 +17,7 @@ import pandas as pd
 from mlflow.entities import Run
 from mlflow.tracking import MlflowClient
 
-from raystudy.tags import TRIAL_RUNS
+from raystudy.tags import RESULT_ROLES, ROLE_TAG, TRIAL_RUNS, equals
 from raystudy.tracking.retry import check_reachable, reaching
 
 
@@ -36,15 +36,25 @@ def trial_runs(client: MlflowClient, experiment_id: str, condition: str = "") ->
 
 
 def trial_runs_table(uri: str, experiment_id: str) -> pd.DataFrame:
-    """Every trial run of a study as one table (MLflow's `search_runs` frame: `run_id`,
-    `status`, `params.*`, `metrics.*` with each metric's latest value, `tags.*`). A server
-    that does not answer is `TrackingUnreachable` in seconds, not after MLflow's retries."""
+    """Every trial run of a study, and every external encoder scored beside them (`raystudy
+    evaluate --experiment`), as one table (MLflow's `search_runs` frame: `run_id`, `status`,
+    `params.*`, `metrics.*` with each metric's latest value, `tags.*`). A server that does
+    not answer is `TrackingUnreachable` in seconds, not after MLflow's retries."""
     check_reachable(uri)
     mlflow.set_tracking_uri(uri)
+    frames = []
     with reaching(uri):
-        return mlflow.search_runs(
-            experiment_ids=[experiment_id], filter_string=TRIAL_RUNS, output_format="pandas"
-        )
+        for role in RESULT_ROLES:  # MLflow's tag filters have no IN
+            frame = mlflow.search_runs(
+                experiment_ids=[experiment_id],
+                filter_string=equals(ROLE_TAG, role),
+                output_format="pandas",
+            )
+            if not frame.empty:
+                frames.append(frame)
+    if len(frames) < 2:
+        return frames[0] if frames else frame
+    return pd.concat(frames, ignore_index=True)
 
 
 @dataclass(frozen=True)

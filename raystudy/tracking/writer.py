@@ -17,7 +17,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking import MlflowClient
@@ -44,6 +44,9 @@ from raystudy.tracking.retry import (
     retry_busy,
     unreachable_message,
 )
+
+if TYPE_CHECKING:
+    import torch
 
 # MLflow caps one log_batch call at 1000 metrics / 100 params.
 _MAX_METRICS, _MAX_PARAMS = 1000, 100
@@ -341,6 +344,37 @@ class TrialRun:
 
     def log_artifact(self, path: Path, artifact_path: str | None = None) -> None:
         self._write(lambda: self.client.log_artifact(self.run_id, str(path), artifact_path))
+
+    def log_model(
+        self,
+        encoder: torch.nn.Module,
+        example: torch.Tensor,
+        *,
+        params: Mapping[str, Any],
+        tags: Mapping[str, str],
+        step: int,
+        registered_name: str | None = None,
+    ) -> str | None:
+        """Log `encoder` as this run's MLflow model (`tracking.models.log_encoder`) and, with
+        `registered_name`, register it; returns its `models:/<id>` URI (None when offline).
+        A store that cannot be reached takes the run offline; any other error is raised."""
+        from raystudy.tracking.models import log_encoder, register_model
+
+        if self.offline is not None or self.run_id is None:
+            return None
+        run_id = self.run_id
+        try:
+            model_id = log_encoder(
+                self.client, run_id, encoder, example, params=params, tags=tags, step=step
+            )
+            if registered_name is not None:
+                register_model(self.client, registered_name, run_id, model_id, tags)
+        except Exception as exc:
+            if not is_unreachable(exc):
+                raise
+            self._go_offline(exc)
+            return None
+        return f"models:/{model_id}"
 
     def finish(self, status: str) -> None:
         self._write(lambda: self.client.set_terminated(self.run_id, status=status))

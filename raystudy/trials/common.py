@@ -64,6 +64,9 @@ class TrialContext:
     code_version: str = ""
     node: str = ""
     gpu_ids: str = ""
+    #: `execution.log_models` and `execution.register_models` of the study.
+    log_models: bool = True
+    register_models: bool = False
 
 
 def run_tags(config: TrialConfig, ctx: TrialContext) -> dict[str, str]:

@@ -27,6 +27,7 @@ from raystudy.trials.common import (
     run_tags,
     torch_setup,
 )
+from raystudy.trials.logged_model import log_trained_model
 
 
 def run_trial(config: TrialConfig, ctx: TrialContext, reporter: Reporter) -> dict[str, float]:
@@ -84,6 +85,7 @@ def run_trial(config: TrialConfig, ctx: TrialContext, reporter: Reporter) -> dic
         results = score_model(model, dataset, split, config, device, n_jobs=threads)
         run.log_metrics(results, step=config.train.steps)
         log_artifacts(run, model, dataset, split, config, device)
+        log_trained_model(run, model, dataset, split, config, ctx)
     # The run is complete before the last report: Tune may end the trial inside report().
     run.finish("FINISHED")
     reporter.report({"step": float(config.train.steps), **results, EVALUATED: 1.0})

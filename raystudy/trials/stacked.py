@@ -40,6 +40,7 @@ from raystudy.trials.common import (
     run_tags,
     torch_setup,
 )
+from raystudy.trials.logged_model import log_trained_model
 
 
 def member_keys(configs: list[TrialConfig]) -> list[str]:
@@ -151,6 +152,7 @@ def run_seed_stack(
                 scores = score_model(models[s], dataset, split, configs[s], device, n_jobs=threads)
                 runs[s].log_metrics(scores, step=configs[s].train.steps)
                 log_artifacts(runs[s], models[s], dataset, split, configs[s], device)
+                log_trained_model(runs[s], models[s], dataset, split, configs[s], ctx)
             except Exception as exc:  # one seed's failure must not cost the others theirs
                 runs[s].set_tags(error_tags(exc))
                 runs[s].finish("FAILED")
