@@ -5,6 +5,7 @@ the way out.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
@@ -20,6 +21,7 @@ import torch
 from raystudy import artifacts
 from raystudy.data import GroundTruthDataset, Split
 from raystudy.data.split_registry import split_tag
+from raystudy.lineage import data_input, lineage
 from raystudy.models import VAE, Objective, build, model_cost
 from raystudy.scoring import encode_means
 from raystudy.spec import TrialConfig
@@ -28,6 +30,7 @@ from raystudy.tags import (
     DIVERGED_TAG,
     ERROR_TAG,
     GPU_IDS_TAG,
+    LINEAGE_ERROR_TAG,
     NODE_TAG,
     SPLIT_TAG,
     STUDY_TAG,
@@ -65,6 +68,7 @@ class TrialContext:
     code_version: str = ""
     node: str = ""
     gpu_ids: str = ""
+    system_metrics: bool = True
 
 
 def run_tags(config: TrialConfig, ctx: TrialContext) -> dict[str, str]:
@@ -76,6 +80,28 @@ def run_tags(config: TrialConfig, ctx: TrialContext) -> dict[str, str]:
         GPU_IDS_TAG: ctx.gpu_ids,
         SPLIT_TAG: split_tag(config.split),
     }
+
+
+def record_lineage(
+    runs: Iterable[TrialRun], config: TrialConfig, split: Split, device: torch.device
+) -> None:
+    """Versions, commit, device (tags) and the dataset and split (a dataset input) of each
+    run; what fails here is tagged `raystudy.lineage_error`, never the trial's failure."""
+    try:
+        tags = lineage(device)
+        data = data_input(
+            config.dataset.name, config.dataset.options, split_tag(config.split), split
+        )
+    except Exception as exc:
+        tags, data = {LINEAGE_ERROR_TAG: f"{type(exc).__name__}: {exc}"[:5000]}, None
+    for run in runs:
+        try:
+            run.set_tags(tags)
+            if data is not None:
+                run.log_dataset(data.name, data.digest, data.source, data.profile)
+        except Exception as exc:
+            with contextlib.suppress(Exception):
+                run.set_tags({LINEAGE_ERROR_TAG: f"{type(exc).__name__}: {exc}"[:5000]})
 
 
 def torch_setup(ctx: TrialContext) -> tuple[int, torch.device]:
@@ -165,7 +191,8 @@ def log_artifacts(
         ).savefig(recon_png, dpi=110)
         run.log_artifact(recon_png)
         traversals = partial(artifacts.draw_traversals, folder, model, dataset, idx, device)
-        drawers = [("traversals", traversals)]
+        gif = partial(artifacts.draw_traversal_gif, folder, model, dataset, idx, device)
+        drawers = [("traversals", traversals), ("traversals_gif", gif)]
         if "dci" in config.evaluation.metrics:
             hinton = partial(
                 artifacts.draw_dci_importance, folder, model, dataset, split, config, device

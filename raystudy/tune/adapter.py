@@ -257,7 +257,12 @@ def make_trainable(spec: StudySpec, context: dict[str, Any], resources: dict[str
             _trainable,
             base=spec.base(),
             points=spec.points(),
-            context={**context, "cpus": resources["cpu"], "gpu": resources["gpu"]},
+            context={
+                **context,
+                "cpus": resources["cpu"],
+                "gpu": resources["gpu"],
+                "system_metrics": spec.execution.system_metrics,
+            },
             **_stacking(spec),
         ),
         resources,
