@@ -10,6 +10,7 @@ import json
 import platform
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +25,8 @@ from raystudy.keys import system_key
 from raystudy.lineage import PACKAGES, UNKNOWN, data_input, git_state
 from raystudy.spec import TrialConfig
 from raystudy.tags import DEVICE_TAG, GIT_COMMIT_TAG, GIT_DIRTY_TAG, version_tag
+from raystudy.tracking.system_metrics import system_metrics
+from raystudy.tracking.writer import TrialRun
 from raystudy.trials.common import TrialContext
 from raystudy.trials.single import LocalReporter, run_trial
 
@@ -49,17 +52,23 @@ def tiny_config(split: str = "iid") -> TrialConfig:
     )
 
 
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """One sqlite store for the module: creating its schema is most of a small test's time."""
+    return f"sqlite:///{tmp_path_factory.mktemp('store') / 'mlflow.db'}"
+
+
 def monitors_alive() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name == "raystudy-system-metrics"]
 
 
 def test_a_trial_run_records_lineage_its_split_and_system_metrics(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # MLflow's own knobs, so that a two-second trial gets several points.
     monkeypatch.setenv("MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL", "0.1")
     monkeypatch.setenv("MLFLOW_SYSTEM_METRICS_SAMPLES_BEFORE_LOGGING", "2")
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = store
     client = MlflowClient(uri)
     experiment = client.create_experiment("lineage")
     runs = {}
@@ -100,7 +109,9 @@ def test_a_trial_run_records_lineage_its_split_and_system_metrics(
 
     history = client.get_metric_history(runs["a"].info.run_id, CPU)
     assert history and [m.step for m in history] == list(range(len(history)))
-    assert all(0.0 <= m.value <= 100.0 for m in history)
+    # Training keeps a CPU busy: psutil's first reading in a thread is 0.0, so a monitor that
+    # did not start its thread's clock would log nothing but zeros here.
+    assert all(0.0 <= m.value <= 100.0 for m in history) and max(m.value for m in history) > 0
     assert runs["a"].data.metrics[MEMORY] > 0
     assert not any(k.startswith("system/") for k in runs["b"].data.metrics)
 
@@ -115,6 +126,27 @@ def test_a_trial_run_records_lineage_its_split_and_system_metrics(
             frames.append(np.asarray(animation.convert("L"))[CAPTION_PX:])
     assert frames[0].shape[1] >= 256  # small renders are scaled up
     assert all(np.abs(a.astype(int) - b).max() > 0 for a, b in itertools.pairwise(frames))
+
+
+def test_a_trial_shorter_than_one_interval_gets_a_point_and_a_resumed_one_continues(
+    store: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for knob in ("SAMPLING_INTERVAL", "SAMPLES_BEFORE_LOGGING"):
+        monkeypatch.delenv(f"MLFLOW_SYSTEM_METRICS_{knob}", raising=False)
+    uri = store
+    client = MlflowClient(uri)
+    run = TrialRun.open(uri, client.create_experiment("short"), "t", "t", params={}, tags={})
+    for _ in range(2):  # the second time as a resumed trial would
+        with system_metrics(lambda: [run]):
+            assert len(monitors_alive()) == 1
+            end = time.monotonic() + 0.3
+            while time.monotonic() < end:  # keep a core busy, far less than one interval
+                pass
+        assert not monitors_alive()
+    history = client.get_metric_history(run.run_id, CPU)
+    assert sorted(m.step for m in history) == [0, 1]
+    # Each point covers its own 0.3 s, not psutil's 0.0 of a first reading in a new thread.
+    assert all(m.value > 0 for m in history)
 
 
 def test_the_digest_is_the_sets_not_their_spelling() -> None:

@@ -59,9 +59,7 @@ class SystemMetrics:
             target=self._loop, name="raystudy-system-metrics", daemon=True
         )
         self._step = 1 + max((r.last_step(STEP_KEY) for r in runs()), default=-1)
-        # psutil's CPU percentage is measured since its previous call: make the first
-        # sample cover the first interval, not everything since the process started.
-        psutil.cpu_percent()
+        self._psutil = psutil
 
     def start(self) -> SystemMetrics:
         self._thread.start()
@@ -74,6 +72,10 @@ class SystemMetrics:
 
     def _loop(self) -> None:
         try:
+            # psutil measures CPU use since the previous call *from the same thread* (0.0 on
+            # the first): start this thread's clock, so the first sample covers the first
+            # interval.
+            self._psutil.cpu_percent()
             samples = 0
             while True:
                 stopping = self._stop.wait(self.interval)
