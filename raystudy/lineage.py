@@ -33,7 +33,13 @@ import torch
 
 from raystudy.data import Split
 from raystudy.data.selectors import COMBINATORS, Selector, bounding_box
-from raystudy.tags import DEVICE_TAG, GIT_COMMIT_TAG, GIT_DIRTY_TAG, version_tag
+from raystudy.tags import (
+    DEVICE_TAG,
+    GIT_COMMIT_TAG,
+    GIT_DIRTY_TAG,
+    SOURCE_NAME_TAG,
+    version_tag,
+)
 
 UNKNOWN = "unknown"
 #: The distributions whose versions a run records (python's own is recorded too).
@@ -44,7 +50,12 @@ DIGEST_CHARS = 16
 
 def lineage(device: torch.device) -> dict[str, str]:
     """Tag name -> value: versions, git commit and dirty flag, the device's name."""
-    return {**_versions(), **_git(), DEVICE_TAG: device_name(device)}
+    return {
+        **_versions(),
+        **_git(),
+        SOURCE_NAME_TAG: "raystudy",
+        DEVICE_TAG: device_name(device),
+    }
 
 
 @functools.cache

@@ -38,6 +38,9 @@ GPU_IDS_TAG = "ray.gpu_ids"
 #: MLflow's own tag for the source commit (the UI shows it on the run page): the commit of the
 #: raystudy checkout the trial imported, "unknown" for a package installed from a wheel.
 GIT_COMMIT_TAG = "mlflow.source.git.commit"
+#: MLflow's own tag for what ran ("raystudy"): without it the run page shows no Source, and so
+#: no commit either.
+SOURCE_NAME_TAG = "mlflow.source.name"
 #: "true" when tracked files differed from that commit, "false", or "unknown".
 GIT_DIRTY_TAG = "raystudy.git_dirty"
 #: The device the trial trained on: the GPU's name, or the CPU's model.

@@ -24,7 +24,7 @@ from raystudy.data.split_registry import get_split, split_from_spec
 from raystudy.keys import system_key
 from raystudy.lineage import PACKAGES, UNKNOWN, data_input, git_state
 from raystudy.spec import TrialConfig
-from raystudy.tags import DEVICE_TAG, GIT_COMMIT_TAG, GIT_DIRTY_TAG, version_tag
+from raystudy.tags import DEVICE_TAG, GIT_COMMIT_TAG, GIT_DIRTY_TAG, SOURCE_NAME_TAG, version_tag
 from raystudy.tracking.system_metrics import system_metrics
 from raystudy.tracking.writer import TrialRun
 from raystudy.trials.common import TrialContext
@@ -91,6 +91,7 @@ def test_a_trial_run_records_lineage_its_split_and_system_metrics(
         cwd=Path(__file__).parent,
     ).stdout.strip()
     assert tags[GIT_COMMIT_TAG] == head and tags[GIT_DIRTY_TAG] in ("true", "false")
+    assert tags[SOURCE_NAME_TAG] == "raystudy"  # the run page shows the commit beside it
     assert tags[DEVICE_TAG] not in ("", UNKNOWN)
 
     digests = {}
