@@ -42,13 +42,17 @@ class SystemMetrics:
 
         self._runs = runs
         first = next(iter(runs()), None)
+        if first is None:
+            # Nothing to log to; and without a URI MLflow would open its default store,
+            # ./mlflow.db in whatever folder the trial runs in.
+            raise ValueError("no open run to log system metrics to")
         # Built for its monitors and its reading of MLflow's environment variables; its own
         # thread is never started.
         self._mlflow = SystemMetricsMonitor(
-            first.run_id if first is not None else None,
+            first.run_id,
             sampling_interval=SAMPLING_INTERVAL_S,
             samples_before_logging=SAMPLES_PER_POINT,
-            tracking_uri=first.client.tracking_uri if first is not None else None,
+            tracking_uri=first.client.tracking_uri,
         )
         self.interval = float(self._mlflow.sampling_interval)
         self.samples_per_point = max(1, int(self._mlflow.samples_before_logging))
