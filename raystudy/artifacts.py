@@ -9,6 +9,8 @@
 - `traversals.png`: one latent dimension varied per row, the others held at one image's code
   (Higgins et al. 2017, Fig. 7; disentanglement_lib's "fixed interval" traversal over [-2, 2]
   of the prior, or [0, 1] for the ground-truth code of gt_decoder);
+- `traversals.gif`: the same traversal animated, one frame per value, each frame every code
+  dimension side by side (the convention of disentanglement_lib and disentangling-vae);
 - `dci_importance.png`: the DCI importance matrix R (codes x factors) as a Hinton diagram
   (Eastwood & Williams 2018, Fig. 2): a disentangled code has one large square per row.
 
@@ -45,6 +47,8 @@ TRAVERSAL_STEPS = 7
 HELDOUT_IMAGES = 8
 #: Encoder-set draws the nearest seen combination may come from (see `nearest_seen`).
 NEAREST_POOL = 2048
+#: The animated traversal's cells per row, and the height of its caption strip.
+GIF_COLUMNS, CAPTION_PX = 5, 14
 
 
 def image_grid(images: NDArray[np.floating]) -> NDArray[np.floating]:
@@ -185,25 +189,82 @@ def _square(x: float, y: float, side: float, colour: str) -> object:
     return Rectangle((x, y), side, side, facecolor=colour, edgecolor="none")
 
 
-def draw_traversals(
-    folder: Path, model: VAE, dataset: GroundTruthDataset, idx: np.ndarray, device: torch.device
-) -> Path:
-    """One row per code dimension, traversed from the code of the first image of `idx`."""
+def traversal_images(
+    model: VAE, dataset: GroundTruthDataset, idx: np.ndarray, device: torch.device
+) -> tuple[NDArray[np.floating], NDArray[np.floating]]:
+    """(D, S, C, H, W) images, code dimension d set to each of the S values, the rest at the
+    code of the first image of `idx`; and the S values."""
     code = encode_means(model, dataset, idx[:1], device)[0]
     # A ground-truth code lives in [0, 1] (normalised factors); a VAE code under its prior.
     low, high = (0.0, 1.0) if model.code_is_ground_truth else (-2.0, 2.0)
     values = np.linspace(low, high, TRAVERSAL_STEPS)
     images = decode_images(model, traversal_codes(code, values), device)
-    grid = images.reshape(code.shape[0], values.size, *images.shape[1:])
+    return images.reshape(code.shape[0], values.size, *images.shape[1:]), values
+
+
+def draw_traversals(
+    folder: Path, model: VAE, dataset: GroundTruthDataset, idx: np.ndarray, device: torch.device
+) -> Path:
+    """One row per code dimension, traversed from the code of the first image of `idx`."""
+    grid, values = traversal_images(model, dataset, idx, device)
     path = folder / "traversals.png"
     grid_figure(
         grid,
-        [f"z{j}" for j in range(code.shape[0])],
+        [f"z{j}" for j in range(grid.shape[0])],
         [f"{v:+.2f}" for v in values],
         "latent traversals: row j sets z_j to each value, the rest at one image's code",
         xlabel="value of z_j",
     ).savefig(path, dpi=110)
     return path
+
+
+def draw_traversal_gif(
+    folder: Path, model: VAE, dataset: GroundTruthDataset, idx: np.ndarray, device: torch.device
+) -> Path:
+    """`traversals.png` as an animation: frame s shows every code dimension at once, each
+    cell with its own dimension set to the s-th value (disentanglement_lib's
+    `visualize_model` animations), so a disentangled code moves one factor per cell."""
+    grid, values = traversal_images(model, dataset, idx, device)
+    path = folder / "traversals.gif"
+    save_gif(np.moveaxis(grid, 1, 0), path, [f"cell j: z_j = {v:+.2f}" for v in values])
+    return path
+
+
+def save_gif(
+    frames: NDArray[np.floating], path: Path, captions: list[str], frame_ms: int = 400
+) -> None:
+    """(S, D, C, H, W) images in [0, 1] -> an endless GIF of S frames, each the D images in
+    rows of at most `GIF_COLUMNS` cells, under its caption."""
+    from PIL import Image, ImageDraw
+
+    steps, cells = frames.shape[:2]
+    cols = min(cells, GIF_COLUMNS)
+    rows = -(-cells // cols)
+    pad = np.ones((steps, rows * cols - cells, *frames.shape[2:]), dtype=frames.dtype)
+    tiles = np.concatenate([frames, pad], axis=1)
+    images = []
+    for s in range(steps):
+        sheet = image_grid(tiles[s].reshape(rows, cols, *frames.shape[2:]))
+        pixels = (np.clip(sheet, 0.0, 1.0) * 255).round().astype(np.uint8)
+        # Small renders are hard to see at 1:1 in a browser: at least 256 px wide.
+        scale = -(-256 // pixels.shape[1])
+        pixels = pixels.repeat(scale, axis=0).repeat(scale, axis=1)
+        if pixels.shape[-1] == 1:
+            pixels = np.repeat(pixels, 3, axis=-1)
+        frame = Image.new("RGB", (pixels.shape[1], pixels.shape[0] + CAPTION_PX), "white")
+        frame.paste(Image.fromarray(pixels), (0, CAPTION_PX))
+        ImageDraw.Draw(frame).text((4, 2), captions[s], fill="black")
+        images.append(frame)
+    # disposal=1 and no optimisation: Pillow would otherwise merge frames that look alike.
+    images[0].save(
+        path,
+        save_all=True,
+        append_images=images[1:],
+        duration=frame_ms,
+        loop=0,
+        optimize=False,
+        disposal=1,
+    )
 
 
 def draw_dci_importance(

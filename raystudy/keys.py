@@ -9,7 +9,9 @@ and Tune-state readers parse them (`raystudy.analysis.columns`, `raystudy.tune.s
   combinations never trained on (Montero et al. 2021);
 - ``dis/<score>``: disentanglement; ``down/<score>``: in-distribution downstream accuracy;
 - ``transfer/<scenario>/<probe>/<score>[/<factor>]``: OOD transfer of a probe;
-- ``stack/<s>/<key>``: model s's own value in a stacked trial's Tune report.
+- ``stack/<s>/<key>``: model s's own value in a stacked trial's Tune report;
+- ``system/<name>``: MLflow's system metrics of the machine a trial ran on (CPU, memory, GPU),
+  in MLflow only, never in Tune's reports or the results' namespaces.
 
 This module imports nothing.
 """
@@ -27,6 +29,9 @@ TRANSFER = "transfer/"
 FINAL_PREFIXES = (EVAL, DIS, DOWN, TRANSFER)
 #: Suffix of an `eval/` score measured on combinations the model never trained on.
 HELDOUT_SUFFIX = "_heldout"
+
+#: MLflow's prefix for system metrics (its UI's "System metrics" tab shows these keys).
+SYSTEM = "system/"
 
 #: Reported with the final metrics. ("done" would be Tune's reserved stop key.)
 EVALUATED = "evaluated"
@@ -55,6 +60,11 @@ def transfer_key(scenario: str, probe: str, score: str, factor: str | None = Non
     """`transfer/<scenario>/<probe>/<score>`, per factor with `/<factor>`."""
     head = f"{TRANSFER}{scenario}/{probe}/{score}"
     return head if factor is None else f"{head}/{factor}"
+
+
+def system_key(name: str) -> str:
+    """MLflow's name for a system metric: `cpu_utilization_percentage` -> `system/...`."""
+    return SYSTEM + name
 
 
 def stack_key(s: int, key: str) -> str:

@@ -37,6 +37,28 @@ SPLIT_TAG = "split"
 NODE_TAG = "ray.node_id"
 GPU_IDS_TAG = "ray.gpu_ids"
 
+# --- Lineage: what a trial ran with (`raystudy.lineage`), set when its run opens ------------
+#: MLflow's own tag for the source commit (the UI shows it on the run page): the commit of the
+#: raystudy checkout the trial imported, "unknown" for a package installed from a wheel.
+GIT_COMMIT_TAG = "mlflow.source.git.commit"
+#: MLflow's own tag for what ran ("raystudy"): without it the run page shows no Source, and so
+#: no commit either.
+SOURCE_NAME_TAG = "mlflow.source.name"
+#: "true" when tracked files differed from that commit, "false", or "unknown".
+GIT_DIRTY_TAG = "raystudy.git_dirty"
+#: The device the trial trained on: the GPU's name, or the CPU's model.
+DEVICE_TAG = "raystudy.device"
+#: Prefix of the version tags: `raystudy.versions.torch`, `raystudy.versions.python`, ...
+VERSIONS_PREFIX = "raystudy.versions."
+#: Set when the lineage could not be recorded (the trial itself went on).
+LINEAGE_ERROR_TAG = "raystudy.lineage_error"
+
+
+def version_tag(package: str) -> str:
+    """The tag holding a package's version: `torch` -> `raystudy.versions.torch`."""
+    return VERSIONS_PREFIX + package
+
+
 # --- Outcome: how a trial ended ---------------------------------------------------------------
 #: A failed trial's error, `<ExceptionType>: <message>`.
 ERROR_TAG = "raystudy.error"

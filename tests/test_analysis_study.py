@@ -135,7 +135,12 @@ def test_each_trial_logs_traversals_and_a_dci_hinton_diagram(analysed) -> None:
     assert len(trials) == 2
     for run in trials:
         paths = {a.path for a in client.list_artifacts(run.info.run_id)}
-        assert {"reconstructions.png", "traversals.png", "dci_importance.png"} <= paths
+        assert {
+            "reconstructions.png",
+            "traversals.png",
+            "traversals.gif",
+            "dci_importance.png",
+        } <= paths
         assert ARTIFACT_ERROR_TAG not in run.data.tags
         hinton = Path(client.download_artifacts(run.info.run_id, "dci_importance.png"))
         assert matplotlib.image.imread(hinton).ndim == 3

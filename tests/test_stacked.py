@@ -16,12 +16,13 @@ from raystudy.analysis.columns import RUN_NAME
 from raystudy.analysis.tune_results import load_tune_results
 from raystudy.checks import load_spec
 from raystudy.data import get_dataset, get_split
+from raystudy.keys import system_key
 from raystudy.models import VAE, build
 from raystudy.spec import ModelConfig, SpecError, TrainConfig
 from raystudy.study.driver import run_study
 from raystudy.study.folder import StudyError
 from raystudy.study.records import models_of, run_records
-from raystudy.tags import STACK_TAG, TRIAL_ID_TAG, TRIAL_RUNS, column
+from raystudy.tags import DEVICE_TAG, STACK_TAG, TRIAL_ID_TAG, TRIAL_RUNS, column, version_tag
 from raystudy.tracking.writer import sync_run
 from raystudy.training.loop import TrainingDiverged, train
 from raystudy.training.stacked import train_stacked
@@ -384,6 +385,14 @@ def test_an_interrupted_stacked_trial_resumes_the_same_runs(tmp_path):
             "heldout_reconstructions_ood2_a.png",
             "heldout_reconstructions_ood2_b.png",
         } <= logged
+        # Every model's run has the lineage and data, logged once though opened twice...
+        assert run.data.tags[DEVICE_TAG] and run.data.tags[version_tag("torch")]
+        (used,) = client.get_run(run.info.run_id).inputs.dataset_inputs
+        assert used.dataset.name == f"{base.dataset.name}/{base.split}"
+        # ...and a system-metrics point per process, the last interval's when it stopped,
+        # the resumed one continuing the steps.
+        cpu = client.get_metric_history(run.info.run_id, system_key("cpu_utilization_percentage"))
+        assert sorted(m.step for m in cpu) == [0, 1]
     assert final["dis/mig"] == pytest.approx(np.mean([r.data.metrics["dis/mig"] for r in runs]))
     # Both seeds were finished: a third call reports them and evaluates nothing again.
     before = [r.data.metrics for r in runs]

@@ -131,6 +131,11 @@ class ExecutionConfig(_Strict):
         "e.g. [model.beta]: only weights of a loss term (each objective's `loss_weights`); "
         "needs seeds_per_trial > 1",
     )
+    system_metrics: bool = Field(
+        True,
+        description="log MLflow system metrics (CPU, memory, GPU utilisation and memory) on "
+        "each trial's run, a point a minute; false turns them off",
+    )
     log_models: bool = Field(
         True,
         description="log each finished trial's encoder as an MLflow model (runs:/<run id>/"

@@ -13,14 +13,17 @@ storage the driver logs from when the study ends or resumes (`sync_run`).
 from __future__ import annotations
 
 import contextlib
+import json
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mlflow.entities import Metric, Param, RunTag
+from mlflow.data.code_dataset_source import CodeDatasetSource
+from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, RunTag
 from mlflow.tracking import MlflowClient
+from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT
 
 from raystudy.tags import (
     CLOSED_TAG,
@@ -375,6 +378,27 @@ class TrialRun:
             self._go_offline(exc)
             return None
         return f"models:/{model_id}"
+
+    def log_dataset(
+        self,
+        name: str,
+        digest: str,
+        source: Mapping[str, Any],
+        profile: Mapping[str, Any],
+        context: str = "training",
+    ) -> None:
+        """A dataset input (the run page's "Datasets used"); MLflow keeps one dataset per
+        (name, digest) in the experiment, so runs on the same data link the same one, and
+        logging it again (a resumed trial) adds nothing."""
+        dataset = Dataset(
+            name=name,
+            digest=digest,
+            source_type=CodeDatasetSource._get_source_type(),
+            source=CodeDatasetSource(dict(source)).to_json(),
+            profile=json.dumps(dict(profile)),
+        )
+        tags = [InputTag(MLFLOW_DATASET_CONTEXT, context)]
+        self._write(lambda: self.client.log_inputs(self.run_id, [DatasetInput(dataset, tags)]))
 
     def finish(self, status: str) -> None:
         self._write(lambda: self.client.set_terminated(self.run_id, status=status))

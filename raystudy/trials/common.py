@@ -5,6 +5,7 @@ the way out.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
@@ -20,6 +21,7 @@ import torch
 from raystudy import artifacts
 from raystudy.data import GroundTruthDataset, Split
 from raystudy.data.split_registry import split_tag
+from raystudy.lineage import data_input, lineage
 from raystudy.models import VAE, Objective, build, model_cost
 from raystudy.spec import TrialConfig
 from raystudy.tags import (
@@ -27,6 +29,7 @@ from raystudy.tags import (
     DIVERGED_TAG,
     ERROR_TAG,
     GPU_IDS_TAG,
+    LINEAGE_ERROR_TAG,
     NODE_TAG,
     SPLIT_TAG,
     STUDY_TAG,
@@ -67,6 +70,7 @@ class TrialContext:
     #: `execution.log_models` and `execution.register_models` of the study.
     log_models: bool = True
     register_models: bool = False
+    system_metrics: bool = True
 
 
 def run_tags(config: TrialConfig, ctx: TrialContext) -> dict[str, str]:
@@ -78,6 +82,28 @@ def run_tags(config: TrialConfig, ctx: TrialContext) -> dict[str, str]:
         GPU_IDS_TAG: ctx.gpu_ids,
         SPLIT_TAG: split_tag(config.split),
     }
+
+
+def record_lineage(
+    runs: Iterable[TrialRun], config: TrialConfig, split: Split, device: torch.device
+) -> None:
+    """Versions, commit, device (tags) and the dataset and split (a dataset input) of each
+    run; what fails here is tagged `raystudy.lineage_error`, never the trial's failure."""
+    try:
+        tags = lineage(device)
+        data = data_input(
+            config.dataset.name, config.dataset.options, split_tag(config.split), split
+        )
+    except Exception as exc:
+        tags, data = {LINEAGE_ERROR_TAG: f"{type(exc).__name__}: {exc}"[:5000]}, None
+    for run in runs:
+        try:
+            run.set_tags(tags)
+            if data is not None:
+                run.log_dataset(data.name, data.digest, data.source, data.profile)
+        except Exception as exc:
+            with contextlib.suppress(Exception):
+                run.set_tags({LINEAGE_ERROR_TAG: f"{type(exc).__name__}: {exc}"[:5000]})
 
 
 def torch_setup(ctx: TrialContext) -> tuple[int, torch.device]:
@@ -169,8 +195,10 @@ def log_artifacts(
         heldout = partial(
             artifacts.draw_heldout_reconstructions, folder, model, dataset, split, seed, device
         )
+        gif = partial(artifacts.draw_traversal_gif, folder, model, dataset, idx, device)
         drawers: list[tuple[str, Callable[[], Path | list[Path] | None]]] = [
             ("traversals", traversals),
+            ("traversals_gif", gif),
             ("heldout_reconstructions", heldout),
         ]
         if "dci" in config.evaluation.metrics:

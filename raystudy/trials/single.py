@@ -15,6 +15,7 @@ from raystudy.keys import EVALUATED, train_key
 from raystudy.models.params import trial_params
 from raystudy.scoring import build_split, score_model
 from raystudy.spec import TrialConfig
+from raystudy.tracking.system_metrics import system_metrics
 from raystudy.tracking.writer import TrialRun
 from raystudy.training.loop import train
 from raystudy.trials.common import (
@@ -24,6 +25,7 @@ from raystudy.trials.common import (
     closing_runs_on_exit,
     cost_params,
     log_artifacts,
+    record_lineage,
     run_tags,
     torch_setup,
 )
@@ -58,10 +60,11 @@ def run_trial(config: TrialConfig, ctx: TrialContext, reporter: Reporter) -> dic
         # results instead of scoring (and logging) them a second time.
         reporter.report({"step": float(config.train.steps), **run.finished, EVALUATED: 1.0})
         return run.finished
-    with closing_runs_on_exit(lambda: [run]):
+    with closing_runs_on_exit(lambda: [run]), system_metrics(lambda: [run], ctx.system_metrics):
         if setup_error is not None:
             raise setup_error
         split = build_split(config, dataset)
+        record_lineage([run], config, split, device)
         logged_up_to = run.last_step(train_key("loss"))
 
         def on_progress(

@@ -26,6 +26,7 @@ from raystudy.models.params import trial_params
 from raystudy.scoring import build_split, score_model
 from raystudy.spec import TrialConfig
 from raystudy.tags import STACK_TAG
+from raystudy.tracking.system_metrics import system_metrics
 from raystudy.tracking.writer import TrialRun
 from raystudy.training.loop import TrainingDiverged
 from raystudy.training.stacked import train_stacked
@@ -37,6 +38,7 @@ from raystudy.trials.common import (
     cost_params,
     error_tags,
     log_artifacts,
+    record_lineage,
     run_tags,
     torch_setup,
 )
@@ -114,8 +116,13 @@ def run_seed_stack(
         # A diverged model's run is already FAILED with its own error: left as it is.
         return [runs[s] for s in sorted(open_runs) if results[s] is None and s not in failed]
 
-    with closing_runs_on_exit(still_open):
+    def sampled() -> list[TrialRun]:
+        # Runs finished at the end still get the last point, logged as the monitor stops.
+        return [runs[s] for s in sorted(open_runs) if s not in failed]
+
+    with closing_runs_on_exit(still_open), system_metrics(sampled, ctx.system_metrics):
         split = build_split(base, dataset)
+        record_lineage([runs[s] for s in sorted(open_runs)], base, split, device)
         logged_up_to = [r.last_step(train_key("loss")) for r in runs]
 
         def on_progress(

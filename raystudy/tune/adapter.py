@@ -263,6 +263,7 @@ def make_trainable(spec: StudySpec, context: dict[str, Any], resources: dict[str
                 "gpu": resources["gpu"],
                 "log_models": spec.execution.log_models,
                 "register_models": spec.execution.register_models,
+                "system_metrics": spec.execution.system_metrics,
             },
             **_stacking(spec),
         ),

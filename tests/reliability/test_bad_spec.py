@@ -95,6 +95,7 @@ def spec_error(tmp_path: Path, text: str, field: str = "", words: tuple[str, ...
             "execution.max_concurrent_trials",
             ["greater than or equal to 1"],
         ),
+        ("execution: {system_metrics: sometimes}\n", "execution.system_metrics", ["boolean"]),
         # a block that only a validator of the whole block can judge
         (
             "train: {report_every: 2, checkpoint_every: 3}\n",
