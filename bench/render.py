@@ -1,6 +1,7 @@
 """Rendering throughput per dataset and domain, and its cost relative to a training step.
 
     python bench/render.py [--threads 1 2] [--reps 10] [--json out.json] [--quick]
+                           [--datasets NAME ...]
 
 For each dataset and domain: the median (and minimum) wall time of ``render`` on a fresh batch
 of 256 feasible factor combinations at 64x64 (indices drawn beforehand, not timed), as
@@ -36,7 +37,7 @@ from raystudy.models import build_model, get_objective
 from raystudy.models.objectives import Batch
 
 BATCH = 256
-PROCEDURAL = ("dsprites", "color_dsprites", "shapes3d", "finger")
+PROCEDURAL = ("dsprites", "color_dsprites", "shapes3d", "finger", "mpi3d")
 FILES = ("dsprites_file", "shapes3d_file", "mpi3d_file")
 MPI_SIZES = (2, 2, 2, 2, 2, 8, 8)
 
@@ -198,12 +199,19 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
     parser.add_argument("--quick", action="store_true", help="3 reps (a smoke run)")
     parser.add_argument("--no-files", action="store_true", help="procedural datasets only")
+    parser.add_argument(
+        "--datasets", nargs="+", choices=PROCEDURAL + FILES, help="only these (default: all)"
+    )
     args = parser.parse_args()
     reps = 3 if args.quick else args.reps
-    datasets: dict[str, GroundTruthDataset] = {name: get_dataset(name) for name in PROCEDURAL}
+    wanted = set(args.datasets or PROCEDURAL + FILES)
+    datasets: dict[str, GroundTruthDataset] = {
+        name: get_dataset(name) for name in PROCEDURAL if name in wanted
+    }
     with tempfile.TemporaryDirectory() as tmp:
-        if not args.no_files:
-            datasets.update(file_datasets(Path(tmp)))
+        if not args.no_files and wanted & set(FILES):
+            files = file_datasets(Path(tmp))
+            datasets.update({name: ds for name, ds in files.items() if name in wanted})
         rows = measure(datasets, args.threads, reps)
     load = os.getloadavg()
     print(format_table(rows))

@@ -27,6 +27,7 @@ def test_datasets_lists_every_dataset_with_factors_sizes_and_domains() -> None:
     assert "object_color 6, object_shape 6, object_size 2, camera_height 3" in out
     assert "shapes3d  [procedural; domains: sim, real; 480,000 combinations]" in out
     assert "mpi3d_file  [file (option path=...); domains: sim, real;" in out
+    assert "mpi3d  [procedural; domains: sim, real; 1,036,800 combinations]" in out
 
 
 def test_show_writes_one_row_per_domain(tmp_path: Path) -> None:

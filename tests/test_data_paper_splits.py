@@ -14,20 +14,6 @@ import numpy as np
 import pytest
 
 from raystudy.data import FactorSpace, GroundTruthDataset, get_dataset, get_split
-from raystudy.data.mpi3d_file import mpi3d_factors
-
-
-class MPI3DGrid(GroundTruthDataset):
-    """The official MPI3D factor grid without images: enough to build and check splits."""
-
-    name = "mpi3d_grid"
-    channels = 3
-
-    def __init__(self) -> None:
-        self.factors = FactorSpace(mpi3d_factors())
-
-    def render(self, indices, domain="sim"):  # pragma: no cover - never rendered
-        raise NotImplementedError
 
 
 def full_grid(space: FactorSpace) -> np.ndarray:
@@ -40,7 +26,7 @@ def datasets() -> dict[str, GroundTruthDataset]:
     return {
         "dsprites": get_dataset("dsprites"),
         "shapes3d": get_dataset("shapes3d"),
-        "mpi3d": MPI3DGrid(),
+        "mpi3d": get_dataset("mpi3d"),
     }
 
 
@@ -267,6 +253,18 @@ MONTERO = {
     ),
     ("shapes3d", "range"): lambda g: (g[:, 4] == 3) & between(g[:, 2], 5, 9),
     ("shapes3d", "extrapolation"): lambda g: between(g[:, 0], 5, 9),
+    # MPI3D: Montero et al.'s leave1out, cyl2horz and horz_gt20 (the upper half, 20 included).
+    ("mpi3d", "element"): lambda g: (
+        (g[:, 0] == 5)
+        & (g[:, 1] == 2)
+        & (g[:, 2] == 1)
+        & (g[:, 3] == 1)
+        & (g[:, 4] == 1)
+        & between(g[:, 5], 36, 39)
+        & between(g[:, 6], 36, 39)
+    ),
+    ("mpi3d", "range"): lambda g: (g[:, 1] == 2) & between(g[:, 5], 0, 19),
+    ("mpi3d", "extrapolation"): lambda g: between(g[:, 5], 20, 39),
 }
 MONTERO_FRACTION = {  # the products of the masks' per-factor fractions
     ("dsprites", "element"): (1 / 3) * (4 / 6) * (12 / 40) * (11 / 32) ** 2,
@@ -275,6 +273,9 @@ MONTERO_FRACTION = {  # the products of the masks' per-factor fractions
     ("shapes3d", "element"): (2 / 10) ** 3 * (3 / 8) * (1 / 4) * (3 / 15),
     ("shapes3d", "range"): (1 / 4) * (5 / 10),
     ("shapes3d", "extrapolation"): 5 / 10,
+    ("mpi3d", "element"): (1 / 6) ** 2 * (1 / 2) * (1 / 3) ** 2 * (4 / 40) ** 2,
+    ("mpi3d", "range"): (1 / 6) * (20 / 40),
+    ("mpi3d", "extrapolation"): 20 / 40,
 }
 
 
@@ -293,7 +294,11 @@ def test_montero_excludes_exactly_its_mask(datasets, grids, family, kind) -> Non
     assert not MONTERO[(family, kind)](x).any()
     assert MONTERO[(family, kind)](split.sample("heldout", 5_000, 0)).all()
     scn = split.scenarios["test"]
-    shifted = {"dsprites": ("pos_x",), "shapes3d": ("floor_hue",)}[family]
+    shifted = {
+        "dsprites": ("pos_x",),
+        "shapes3d": ("floor_hue",),
+        "mpi3d": ("horizontal_axis",),
+    }[family]
     assert scn.ood_factors == (shifted if kind == "extrapolation" else ())
     assert scn.r2_variance == "sample"
 
@@ -316,6 +321,6 @@ def test_montero_needs_the_official_grid() -> None:
     with pytest.raises(
         ValueError,
         match=r"'montero_element' is defined on the grids of "
-        r"dsprites, shapes3d; dataset 'finger'",
+        r"dsprites, shapes3d, mpi3d; dataset 'finger'",
     ):
         get_split("montero_element", get_dataset("finger"))

@@ -9,7 +9,7 @@ import torch
 from raystudy.data import get_dataset
 from raystudy.data.real_domain import NOISE_BANK, RealShift, binomial_blur, mix32
 
-PROCEDURAL = ["dsprites", "color_dsprites", "shapes3d", "finger"]
+PROCEDURAL = ["dsprites", "color_dsprites", "shapes3d", "finger", "mpi3d"]
 
 
 @pytest.fixture(scope="module", params=PROCEDURAL)

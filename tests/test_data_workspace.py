@@ -45,7 +45,7 @@ def test_a_pickled_workspace_starts_empty() -> None:
     assert copy._buffers() == {}
 
 
-@pytest.mark.parametrize("name", ["shapes3d", "finger", "color_dsprites"])
+@pytest.mark.parametrize("name", ["shapes3d", "finger", "color_dsprites", "mpi3d"])
 def test_renders_do_not_leak_between_batch_sizes(name: str) -> None:
     ds = get_dataset(name)
     idx = ds.factors.sample(40, np.random.default_rng(0))

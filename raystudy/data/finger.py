@@ -176,11 +176,11 @@ class Finger(ProceduralDataset):
         cover.copy_(t.mount.expand(shape))
         grey.fill_(MOUNT_GREY)
         for k, link_grey in enumerate(LINK_GREYS):
-            d = _segment_distance(t.u, t.v, su[:, k], sv[:, k], su[:, k + 1], sv[:, k + 1], a, b)
-            _paint(cover, grey, _coverage_(d, LINK_RADIUS, inv_pixel), link_grey)
+            d = sdf.segment_distance(t.u, t.v, su[:, k], sv[:, k], su[:, k + 1], sv[:, k + 1], a, b)
+            sdf.paint_layer(cover, grey, sdf.round_coverage_(d, LINK_RADIUS, inv_pixel), link_grey)
         du, dv = t.u - su[:, 3], t.v - sv[:, 3]
         d = torch.add(du * du, dv * dv, out=a).sqrt_()
-        _paint(cover, grey, _coverage_(d, TIP_RADIUS, inv_pixel), TIP_GREY)
+        sdf.paint_layer(cover, grey, sdf.round_coverage_(d, TIP_RADIUS, inv_pixel), TIP_GREY)
         return cover.unsqueeze(1), grey.unsqueeze(1)
 
     def _build_tables(self, device: torch.device) -> _Tables:
@@ -243,38 +243,3 @@ def tip_clearance(tip: torch.Tensor, idx: torch.Tensor, t: _Tables) -> torch.Ten
         footprint, above
     ).clamp(max=0.0)
     return torch.minimum(height, cube)
-
-
-def _segment_distance(
-    u: torch.Tensor,
-    v: torch.Tensor,
-    au: torch.Tensor,
-    av: torch.Tensor,
-    bu: torch.Tensor,
-    bv: torch.Tensor,
-    a: torch.Tensor,
-    b: torch.Tensor,
-) -> torch.Tensor:
-    """Distance ``[B, H, W]`` from pixel centres to the segment a-b, written into scratch
-    ``b`` (``a`` is scratch too): the nearest point is at ``h = clamp(<p - a, b - a> /
-    |b - a|^2, 0, 1)`` (Quilez's segment SDF). Per-axis terms are ``[B, 1, W]`` or
-    ``[B, H, 1]``; each full-size step writes into ``a`` or ``b``."""
-    eu, ev = bu - au, bv - av
-    inv = 1.0 / (eu * eu + ev * ev)
-    pu, pv = u - au, v - av
-    h = torch.add(pu * (eu * inv), pv * (ev * inv), out=a).clamp_(0.0, 1.0)
-    du = torch.addcmul(pu, h, eu, value=-1.0, out=b)
-    dv = torch.addcmul(pv, h, ev, value=-1.0, out=a)  # h is no longer needed
-    return du.mul_(du).addcmul_(dv, dv).sqrt_()
-
-
-def _coverage_(distance: torch.Tensor, radius: float, inv_pixel: float) -> torch.Tensor:
-    """:func:`raystudy.data.sdf.coverage` of a round part of ``radius``, in place."""
-    return distance.mul_(-inv_pixel).add_(0.5 + radius * inv_pixel).clamp_(0.0, 1.0)
-
-
-def _paint(cover: torch.Tensor, grey: torch.Tensor, layer: torch.Tensor, value: float) -> None:
-    """Paint a grey layer of coverage ``layer`` over ``(cover, grey)``, in place:
-    ``grey += layer (value - grey)`` is a linear interpolation towards ``value``."""
-    grey.lerp_(torch.tensor(value, dtype=grey.dtype, device=grey.device), layer)
-    torch.maximum(cover, layer, out=cover)

@@ -4,7 +4,9 @@ Shapes are drawn as ``coverage(sdf(p))`` on a pixel-centre grid, the standard wa
 implicit shapes (Hart 1996, "Sphere tracing"; Frisken et al. 2000, "Adaptively sampled distance
 fields"): the distance to the edge tells how much of a pixel the shape covers, so a sub-pixel
 move of the shape changes the image continuously instead of flipping whole pixels.
-All functions are elementwise over broadcastable float tensors.
+All functions are elementwise over broadcastable float tensors; :func:`segment_distance`,
+:func:`round_coverage_` and :func:`paint_layer` (the capsule links of the robot scenes) work
+in place, in scratch buffers the caller owns (:mod:`raystudy.data.workspace`).
 """
 
 from __future__ import annotations
@@ -60,3 +62,38 @@ def coverage(distance: torch.Tensor, pixel: float) -> torch.Tensor:
     """Fraction of a pixel of width ``pixel`` covered by the shape, for a locally straight edge:
     a linear ramp of the signed distance over one pixel (box-filter anti-aliasing)."""
     return (0.5 - distance / pixel).clamp_(0.0, 1.0)
+
+
+def segment_distance(
+    u: torch.Tensor,
+    v: torch.Tensor,
+    au: torch.Tensor,
+    av: torch.Tensor,
+    bu: torch.Tensor,
+    bv: torch.Tensor,
+    a: torch.Tensor,
+    b: torch.Tensor,
+) -> torch.Tensor:
+    """Distance ``[B, H, W]`` from pixel centres to the segment a-b, written into scratch
+    ``b`` (``a`` is scratch too): the nearest point is at ``h = clamp(<p - a, b - a> /
+    |b - a|^2, 0, 1)`` (Quilez's segment SDF). Per-axis terms are ``[B, 1, W]`` or
+    ``[B, H, 1]``; each full-size step writes into ``a`` or ``b``."""
+    eu, ev = bu - au, bv - av
+    inv = 1.0 / (eu * eu + ev * ev)
+    pu, pv = u - au, v - av
+    h = torch.add(pu * (eu * inv), pv * (ev * inv), out=a).clamp_(0.0, 1.0)
+    du = torch.addcmul(pu, h, eu, value=-1.0, out=b)
+    dv = torch.addcmul(pv, h, ev, value=-1.0, out=a)  # h is no longer needed
+    return du.mul_(du).addcmul_(dv, dv).sqrt_()
+
+
+def round_coverage_(distance: torch.Tensor, radius: float, inv_pixel: float) -> torch.Tensor:
+    """:func:`coverage` of a round part of ``radius``, in place."""
+    return distance.mul_(-inv_pixel).add_(0.5 + radius * inv_pixel).clamp_(0.0, 1.0)
+
+
+def paint_layer(cover: torch.Tensor, grey: torch.Tensor, layer: torch.Tensor, value: float) -> None:
+    """Paint a grey layer of coverage ``layer`` over ``(cover, grey)``, in place:
+    ``grey += layer (value - grey)`` is a linear interpolation towards ``value``."""
+    grey.lerp_(torch.tensor(value, dtype=grey.dtype, device=grey.device), layer)
+    torch.maximum(cover, layer, out=cover)
