@@ -23,7 +23,7 @@ from raystudy.study.driver import run_study
 from raystudy.study.folder import StudyError
 from raystudy.study.records import models_of, run_records
 from raystudy.tags import DEVICE_TAG, STACK_TAG, TRIAL_ID_TAG, TRIAL_RUNS, column, version_tag
-from raystudy.tracking.writer import sync_run
+from raystudy.tracking.sync import sync_run
 from raystudy.training.loop import TrainingDiverged, train
 from raystudy.training.stacked import train_stacked
 from raystudy.trials.common import TrialContext

@@ -36,7 +36,8 @@ from raystudy.study.folder import (
 from raystudy.study.records import run_records
 from raystudy.tags import STOPPED_TAG, VERSION_TAG
 from raystudy.tracking.retry import TrackingRejected, TrackingUnreachable
-from raystudy.tracking.writer import StudyTracker, default_uri, sync_run
+from raystudy.tracking.sync import sync_run
+from raystudy.tracking.writer import StudyTracker, default_uri
 from raystudy.tune.adapter import make_trainable, new_tuner, optuna_study_exists, time_budget
 from raystudy.tune.cluster import TuneSetupError, connect
 from raystudy.tune.state import FINISHED, STOPPED, TUNE_DIR, fit_outcomes

@@ -2,7 +2,7 @@
 
 `trial_runs` pages through every trial run of a study (MLflow answers 1000 at a time), and
 `trial_runs_table` reads them all as one table, the results table analysis starts from.
-`RunRecord` is what Tune's storage holds of one finished trial: what `writer.sync_run` needs to
+`RunRecord` is what Tune's storage holds of one finished trial: what `sync.sync_run` needs to
 complete its MLflow run when the store was unreachable while the trial ran.
 """
 

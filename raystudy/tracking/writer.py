@@ -1,4 +1,6 @@
-"""The only module that writes to MLflow.
+"""The runs of a study in MLflow: the study's parent run (StudyTracker) and each trial's
+(TrialRun). tracking/ is the only package that writes to MLflow; this module holds the two run
+writers, models.py the logged models, sync.py the runs completed from Tune's record.
 
 One experiment per study, one parent run for the study, one run per trial. Trials log from
 their own worker process with `MlflowClient` (not Ray's MLflow callback, which logs on the
@@ -31,15 +33,13 @@ from raystudy.tags import (
     ROLE_TAG,
     STUDY_ROLE,
     STUDY_TAG,
-    SYNCED_TAG,
     TRIAL_ID_TAG,
     TRIAL_ROLE,
     equals,
 )
-from raystudy.tracking.reader import RunRecord, trial_runs
+from raystudy.tracking.reader import trial_runs
 from raystudy.tracking.retry import (
     TrackingRejected,
-    TrackingUnreachable,
     check_reachable,
     is_unreachable,
     reaching,
@@ -402,39 +402,3 @@ class TrialRun:
 
     def finish(self, status: str) -> None:
         self._write(lambda: self.client.set_terminated(self.run_id, status=status))
-
-
-def sync_run(uri: str, experiment_id: str, parent_run_id: str | None, record: RunRecord) -> bool:
-    """Complete a finished trial's run from `record`: create it if it is missing, log every
-    point it lacks (a step already logged for a key is not logged again), mark it FINISHED.
-
-    Returns whether it wrote anything (False for a run that had already finished); raises
-    `TrackingUnreachable` when the store still cannot be reached.
-    """
-    run = TrialRun.open(
-        uri,
-        experiment_id,
-        record.trial_id,
-        record.name,
-        record.params,
-        record.tags,
-        parent_run_id,
-    )
-    if run.offline is None and run.finished is None:
-        keys = sorted({k for _, row in record.history for k in row})
-        logged = {k: run.logged_steps(k) for k in keys}
-        points = [
-            (k, v, step)
-            for step, row in record.history
-            for k, v in row.items()
-            if step not in logged[k]
-        ]
-        with reaching(uri):
-            have = run.client.get_run(run.run_id).data.metrics if run.offline is None else {}
-        points += [(k, v, record.final_step) for k, v in record.final.items() if k not in have]
-        run.log_points(points)
-        run.set_tags({SYNCED_TAG: "tune"})
-        run.finish("FINISHED")
-    if run.offline is not None:
-        raise TrackingUnreachable(run.offline)
-    return run.finished is None
