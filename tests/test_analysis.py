@@ -215,7 +215,7 @@ def test_write_analysis_files_figures_and_a_self_contained_report(tmp_path: Path
     names = {f.name for f in files}
     assert {"results.parquet", "correlations.csv", "selection.csv", "report.html"} <= names
     pngs = sorted(tmp_path.glob("*.png"))
-    assert len(pngs) == 7 and all(_is_png(p) for p in pngs)
+    assert len(pngs) == 9 and all(_is_png(p) for p in pngs)
     # every figure but Schott et al.'s R^2 (no schott_* split here) is drawn
     assert [f.name for f in analysis.figures if f.reason] == [R2_FIGURE]
     table = pd.read_csv(tmp_path / "correlations.csv")
@@ -223,9 +223,9 @@ def test_write_analysis_files_figures_and_a_self_contained_report(tmp_path: Path
     assert {"all", "supervision=weak", "model.objective=ml_vae"} <= set(table["group"])
     assert len(pd.read_parquet(tmp_path / "results.parquet")) == 81
     report = (tmp_path / "report.html").read_text()
-    assert report.count("data:image/png;base64,") == 7
+    assert report.count("data:image/png;base64,") == 9
     links = re.findall(r"""(?:src|href)\s*=\s*["']?([^"'\s>]*)""", report, re.I)
-    assert len(links) == 7 and all(v.startswith("data:image/png;base64,") for v in links)
+    assert len(links) == 9 and all(v.startswith("data:image/png;base64,") for v in links)
     assert not re.search(r"url\(|@import|<script|<link", report, re.I)
     assert "Runs not analysed" in report and "RuntimeError: planted" in report
     assert "Model selection" in report and "x: 1" in report

@@ -17,10 +17,12 @@ from matplotlib.figure import Figure
 
 from raystudy.analysis.columns import HELDOUT_NLL
 from raystudy.analysis.figures_models import (
+    agreement_heatmaps,
     disentanglement_violins,
     proxy_heatmaps,
     proxy_scatter,
     reconstruction_splits,
+    scores_by_objective,
 )
 from raystudy.analysis.figures_transfer import (
     input_noise_effect,
@@ -58,13 +60,16 @@ def study_figures(
     table: pd.DataFrame,
     proxy_table: pd.DataFrame,
     r2: pd.DataFrame | None = None,
+    agreement: pd.DataFrame | None = None,
 ) -> list[StudyFigure]:
     """Every figure of the report, in order, each with its caption or its reason to be absent.
 
     `frame`: finished trials with `supervision`; `table`: `correlations.csv`; `proxy_table`:
-    unsupervised scores vs disentanglement correlations; `r2`: `r2_table.csv` (Schott splits).
+    unsupervised scores vs disentanglement correlations; `r2`: `r2_table.csv` (Schott splits);
+    `agreement`: `metric_agreement.csv`.
     """
     r2 = pd.DataFrame(columns=["scenario"]) if r2 is None else r2
+    agreement = pd.DataFrame() if agreement is None else agreement
     plan: list[tuple[str, str, FigureFn, str]] = [
         (
             "disentanglement_by_supervision.png",
@@ -78,6 +83,21 @@ def study_figures(
             "disentanglement metric, per supervision type (cf. Fig. 3 right).",
             lambda: proxy_heatmaps(proxy_table),
             "needs eval/* or down/* and dis/* metrics",
+        ),
+        (
+            "metric_agreement.png",
+            "Rank correlation of the disentanglement metrics with each other (cf. Locatello et "
+            "al. 2019, Fig. 2; metric_agreement.csv).",
+            lambda: agreement_heatmaps(agreement),
+            "needs two or more of the six metrics' headline scores",
+        ),
+        (
+            "disentanglement_by_objective.png",
+            "Each metric per objective, a point per trial coloured by its hyperparameters: the "
+            "spread within an objective beside the gap between objectives (cf. Locatello et "
+            "al. 2019, Figs. 3-4; objective_spread.csv).",
+            lambda: scores_by_objective(frame),
+            "needs two or more objectives and a headline dis/* metric",
         ),
         (
             "transfer_vs_dci.png",

@@ -1,6 +1,7 @@
 """The report's figures of the models themselves: disentanglement by supervision type and
-its correlation with unsupervised scores (Dittadi et al. 2021, Figs. 3 and 14), and the
-reconstruction of seen vs unseen combinations (Montero et al. 2021)."""
+its correlation with unsupervised scores (Dittadi et al. 2021, Figs. 3 and 14), the
+reconstruction of seen vs unseen combinations (Montero et al. 2021), and the metrics'
+agreement and spread by objective (Locatello et al. 2019, Figs. 2-4)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from raystudy.analysis.agreement import headline_columns
 from raystudy.analysis.columns import (
     GBT_D,
     HELDOUT_NLL,
@@ -28,6 +30,7 @@ from raystudy.analysis.plotting import (
     dot,
     grid,
     heatmap,
+    jitter,
     palette,
     points_and_violin,
     rho_label,
@@ -66,33 +69,40 @@ def disentanglement_violins(frame: pd.DataFrame) -> Figure | None:
     return fig
 
 
-def proxy_heatmaps(proxy_table: pd.DataFrame) -> Figure | None:
-    """Rank correlation of ELBO, reconstruction and downstream accuracy with each
-    disentanglement metric, per supervision type (Dittadi et al. 2021, Fig. 3 right)."""
-    if proxy_table.empty:
-        return None
-    groups = [g for g in pd.unique(proxy_table["group"]) if g == "all" or g.startswith(SUPERVISION)]
-    # Transposed, as in the paper: disentanglement metrics down, unsupervised scores across.
-    sample = pivot(proxy_table, groups[0]).T
-    width = 1.05 * sample.shape[1] + 1.8
-    height = 0.5 * sample.shape[0] + 1.6
-    # Two panels a row keeps the cell text legible when the report scales the image down.
+def _group_heatmaps(
+    table: pd.DataFrame, title: str, size: tuple[float, float], *, transpose: bool = False
+) -> Figure:
+    """One heatmap panel of `table` for `all` and each supervision type, two to a row (which
+    keeps the cell text legible when the report scales the image down), one colour bar."""
+    groups = [g for g in pd.unique(table["group"]) if g == "all" or g.startswith(SUPERVISION)]
+    width, height = size
     cols = min(2, len(groups))
     rows = -(-len(groups) // cols)
     fig = Figure(figsize=(width * cols + 1.0, height * rows + 0.6), layout="constrained")
     axes = fig.subplots(rows, cols, squeeze=False).ravel()
     image = None
     for ax, group in zip(axes, groups, strict=False):
-        n = proxy_table.loc[proxy_table["group"] == group, "n"].max()
-        image = heatmap(ax, proxy_table, group, f"{group} (n={n})", transpose=True)
+        n = table.loc[table["group"] == group, "n"].max()
+        image = heatmap(ax, table, group, f"{group} (n={n})", transpose=transpose)
+        ax.tick_params(axis="x", labelrotation=45)
     for ax in axes[len(groups) :]:
         ax.set_visible(False)
     if image is not None:
         fig.colorbar(image, ax=list(axes), shrink=0.6, label="Spearman rho")
-    fig.suptitle(
-        "Unsupervised scores vs disentanglement\n(rho, 95% bootstrap CI; bold: CI excludes 0)"
-    )
+    fig.suptitle(f"{title}\n(rho, 95% bootstrap CI; bold: CI excludes 0)")
     return fig
+
+
+def proxy_heatmaps(proxy_table: pd.DataFrame) -> Figure | None:
+    """Rank correlation of ELBO, reconstruction and downstream accuracy with each
+    disentanglement metric, per supervision type (Dittadi et al. 2021, Fig. 3 right)."""
+    if proxy_table.empty:
+        return None
+    # Transposed, as in the paper: disentanglement metrics down, unsupervised scores across.
+    shape = pivot(proxy_table, str(proxy_table["group"].iloc[0])).T.shape
+    size = (1.05 * shape[1] + 1.8, 0.5 * shape[0] + 1.6)
+    title = "Unsupervised scores vs disentanglement"
+    return _group_heatmaps(proxy_table, title, size, transpose=True)
 
 
 def proxy_scatter(frame: pd.DataFrame, proxy_table: pd.DataFrame | None = None) -> Figure | None:
@@ -182,4 +192,51 @@ def reconstruction_splits(frame: pd.DataFrame) -> Figure | None:
     first.scatter([], [], s=18, color="#555555", marker="^", label=f"held-out ({HELDOUT_NLL})")
     first.legend(fontsize=6)
     fig.suptitle("Reconstruction of seen vs unseen combinations against disentanglement")
+    return fig
+
+
+def agreement_heatmaps(table: pd.DataFrame) -> Figure | None:
+    """Rank correlation of the headline disentanglement metrics with each other, per group
+    (Locatello et al. 2019, Fig. 2: the metrics mostly agree; Modularity stands apart)."""
+    if table.empty:
+        return None
+    side = 0.75 * table["x"].nunique() + 2.0
+    return _group_heatmaps(table, "Agreement of the disentanglement metrics", (side, side - 0.6))
+
+
+def scores_by_objective(frame: pd.DataFrame) -> Figure | None:
+    """Each headline metric per objective, every trial a point coloured by its model (the
+    objective with its hyperparameters), so the spread within an objective reads beside the
+    gap between objectives (Locatello et al. 2019, Figs. 3-4)."""
+    columns = headline_columns(frame)
+    if not columns or OBJECTIVE not in frame.columns or frame[OBJECTIVE].nunique() < 2:
+        return None
+    objectives = natural_order(frame[OBJECTIVE].astype(str))
+    labels, colours = _model_colours(frame)
+    cols = min(len(columns), 3)
+    rows = -(-len(columns) // cols)
+    fig, axes = grid(rows, cols, 0.9 * len(objectives) + 1.6, 3.0)
+    for ax, column in zip(axes.flat, columns, strict=False):
+        for i, name in enumerate(objectives):
+            sub = frame[(frame[OBJECTIVE].astype(str) == name) & frame[column].notna()]
+            values = sub[column].to_numpy(dtype=float)
+            points_and_violin(ax, i, values, "#bbbbbb")
+            # The same jittered places, coloured: which hyperparameter setting each point is.
+            ax.scatter(
+                i + jitter(values.size),
+                values,
+                s=dot(len(frame)),
+                c=[colours[m] for m in labels[sub.index]],
+                lw=0,
+            )
+        ax.set_xticks(range(len(objectives)))
+        ax.set_xticklabels(objectives, rotation=30, ha="right", fontsize=8)
+        ax.set_title(short(column), fontsize=9)
+        ax.grid(axis="y", alpha=0.3)
+    for ax in axes.flat[len(columns) :]:
+        ax.set_visible(False)
+    for model, colour in colours.items():
+        axes.flat[0].scatter([], [], s=16, color=colour, label=model)
+    axes.flat[0].legend(fontsize=6)
+    fig.suptitle("Disentanglement by objective (each point is a trial; colour: its model)")
     return fig

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from raystudy.analysis.agreement import metric_agreement, objective_spread
 from raystudy.analysis.cells import transfer_by_cell
 from raystudy.analysis.columns import disentanglement_columns, downstream_columns, metric
 from raystudy.analysis.correlations import correlation_table, transfer_correlations
@@ -37,6 +38,8 @@ PROXY_FILE = "unsupervised_vs_disentanglement.csv"
 SELECTION_FILE = "selection.csv"
 R2_FILE = "r2_table.csv"
 MODULARITY_FILE = "r2_modularity.csv"
+AGREEMENT_FILE = "metric_agreement.csv"
+SPREAD_FILE = "objective_spread.csv"
 REPORT_FILE = "report.html"
 
 
@@ -64,6 +67,10 @@ class Analysis:
     #: (and not written) when no finished trial has a schott_* split.
     r2: pd.DataFrame = field(default_factory=pd.DataFrame)
     r2_modularity: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: Locatello et al.'s metric-vs-metric rank correlations and each metric's spread within
+    #: and between objectives; empty (and not written) with under two metrics / objectives.
+    agreement: pd.DataFrame = field(default_factory=pd.DataFrame)
+    spread: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def status_counts(self) -> pd.Series:
@@ -111,8 +118,22 @@ def compute(frame: pd.DataFrame, settings: Settings = Settings()) -> Analysis:
         min_trials=settings.min_trials,
     )
     selection = selection_table(done, groups, min_trials=settings.min_trials)
-    figures = study_figures(done, correlations, proxy, r2)
-    return Analysis(frame, correlations, proxy, selection, figures, settings, r2, modularity)
+    agreement = metric_agreement(
+        done, groups, n_boot=settings.n_boot, seed=settings.seed, min_trials=settings.min_trials
+    )
+    figures = study_figures(done, correlations, proxy, r2, agreement)
+    return Analysis(
+        frame,
+        correlations,
+        proxy,
+        selection,
+        figures,
+        settings,
+        r2,
+        modularity,
+        agreement,
+        objective_spread(done),
+    )
 
 
 def write_analysis(
@@ -124,7 +145,8 @@ def write_analysis(
     spec_text: str = "",
 ) -> list[Path]:
     """Every output file in `folder`: results.parquet, the CSV tables (the R^2 ones only for
-    a study of Schott splits), the PNGs, report.html."""
+    a study of Schott splits, the agreement ones only with two metrics or objectives), the
+    PNGs, report.html."""
     folder.mkdir(parents=True, exist_ok=True)
     files = [folder / RESULTS_FILE]
     analysis.frame.to_parquet(files[0], index=False)
@@ -135,8 +157,14 @@ def write_analysis(
     ):
         table.to_csv(folder / name, index=False)
         files.append(folder / name)
-    for name, table in ((R2_FILE, analysis.r2), (MODULARITY_FILE, analysis.r2_modularity)):
-        if table.empty:  # not a Schott study (now): no table, nor one left from an earlier run
+    optional = (
+        (R2_FILE, analysis.r2),
+        (MODULARITY_FILE, analysis.r2_modularity),
+        (AGREEMENT_FILE, analysis.agreement),
+        (SPREAD_FILE, analysis.spread),
+    )
+    for name, table in optional:
+        if table.empty:  # does not apply (now): no table, nor one left from an earlier run
             (folder / name).unlink(missing_ok=True)
             continue
         table.to_csv(folder / name, index=False)
