@@ -5,6 +5,7 @@ messages are spelled out in it, one command after another.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -39,7 +40,18 @@ StudyArg = Annotated[str, typer.Argument(help="Study name (a folder under --outp
 STATE_NAMES = {"STOPPED": "stopped early", "ERROR": "failed"}
 
 
-def _report(outcome: Any, output: Path) -> None:
+VerboseOpt = Annotated[
+    bool,
+    typer.Option(
+        "--verbose",
+        "-v",
+        help="Print Ray's and Tune's own output (status tables, worker logs) here instead of "
+        "a progress display, with those in the study's logs/ folder.",
+    ),
+]
+
+
+def _report(outcome: Any, output: Path, log: Path | None = None) -> None:
     """Say what finished, what did not, and what to do next."""
     from raystudy.study.driver import STOPPED_BY
     from raystudy.tags import STOPPED_TAG
@@ -57,6 +69,8 @@ def _report(outcome: Any, output: Path) -> None:
             "before their final scores: pruned in Optuna, their MLflow runs KILLED with the "
             f"tag {STOPPED_TAG}={STOPPED_BY}; they are done, not resumed."
         )
+    if log is not None:
+        typer.echo(f"Log (Ray, Tune, trial output): {log}")
     typer.echo(f"MLflow UI: raystudy ui {name} --output {output}")
     typer.echo(f"Analysis:  raystudy analyze {name} --output {output}")
     if outcome.synced:
@@ -91,6 +105,7 @@ def _run(
     overrides: list[str],
     overwrite: bool,
     methods: tuple[str, ...],
+    verbose: bool,
 ) -> None:
     from raystudy.checks import load_spec
     from raystudy.spec import SpecError
@@ -117,11 +132,28 @@ def _run(
     typer.echo(
         f"Study {study_spec.name!r}: {n} trials{stacked} -> {(output / study_spec.name).resolve()}"
     )
+    run = functools.partial(run_study, study_spec, output=output, address=address)
     try:
-        outcome = run_study(study_spec, output=output, address=address, overwrite=overwrite)
+        if verbose:
+            outcome, log = run(overwrite=overwrite), None
+        else:
+            from raystudy.terminal import log_path, watched
+
+            metric = study_spec.search.metric
+            with watched(
+                study_spec.name,
+                study_spec.num_tune_trials(),
+                command="run",
+                metric=metric[0] if isinstance(metric, list) else metric,
+            ) as captured:
+                outcome = run(
+                    overwrite=overwrite,
+                    on_study_dir=lambda folder: captured.move_to(log_path(folder, "run")),
+                )
+            log = captured.path
     except StudyError as exc:
         _fail(str(exc))
-    _report(outcome, output)
+    _report(outcome, output, log)
 
 
 OverwriteOpt = Annotated[
@@ -136,9 +168,10 @@ def run(
     output: OutputOpt = Path("studies"),
     set_: SetOpt = None,
     overwrite: OverwriteOpt = False,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Run every trial of a study (grid or random search) and log them to MLflow."""
-    _run(spec, address, output, set_ or [], overwrite, ("grid", "random", "optuna"))
+    _run(spec, address, output, set_ or [], overwrite, ("grid", "random", "optuna"), verbose)
 
 
 @app.command()
@@ -148,9 +181,10 @@ def optimize(
     output: OutputOpt = Path("studies"),
     set_: SetOpt = None,
     overwrite: OverwriteOpt = False,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Run an Optuna-guided search; the Optuna study persists beside the MLflow store."""
-    _run(spec, address, output, set_ or [], overwrite, ("optuna",))
+    _run(spec, address, output, set_ or [], overwrite, ("optuna",), verbose)
 
 
 @app.command()
@@ -200,18 +234,35 @@ def resume(
     restart_errored: Annotated[
         bool, typer.Option(help="Start errored trials from scratch instead of their checkpoint.")
     ] = False,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Finish an interrupted study: unfinished trials continue from their checkpoints."""
     from raystudy.study.driver import resume_study
-    from raystudy.study.folder import StudyError
+    from raystudy.study.folder import StudyError, StudyInfo, load_study_spec
 
+    study_dir = (output / study).resolve()
+    resume = functools.partial(
+        resume_study, study_dir, address=address, restart_errored=restart_errored
+    )
     try:
-        outcome = resume_study(
-            (output / study).resolve(), address=address, restart_errored=restart_errored
-        )
+        if verbose:
+            outcome, log = resume(), None
+        else:
+            from raystudy.terminal import watched
+
+            info, metric = StudyInfo.read(study_dir), load_study_spec(study_dir).search.metric
+            with watched(
+                study,
+                info.num_tune_trials,
+                command="resume",
+                metric=metric[0] if isinstance(metric, list) else metric,
+                study_dir=study_dir,
+            ) as captured:
+                outcome = resume()
+            log = captured.path
     except StudyError as exc:
         _fail(str(exc))
-    _report(outcome, output)
+    _report(outcome, output, log)
 
 
 @app.command()

@@ -51,6 +51,17 @@ def interrupt_once_a_trial_finishes(command: list[str], study_dir: Path) -> str:
     return output
 
 
+def assert_plain_output(printed: str, study_dir: Path, command: str) -> None:
+    lines = printed.splitlines()
+    assert "\x1b[" not in printed, "no terminal codes down a pipe"
+    progress = [line for line in lines if " trials done | " in line]
+    assert progress and progress[0].startswith(("0/4 trials done", "1/4 trials done"))
+    assert not any("Trial status" in line or "Trial name" in line for line in lines), printed
+    (log,) = (study_dir / "logs").glob(f"{command}-*.log")
+    assert f"Log (Ray, Tune, trial output): {log}" in lines
+    assert len(lines) <= 12, printed
+
+
 def test_interrupted_study_resumes_without_retraining_or_duplicates(tmp_path: Path) -> None:
     overrides = tiny(
         "resumable",
@@ -61,9 +72,11 @@ def test_interrupted_study_resumes_without_retraining_or_duplicates(tmp_path: Pa
     )
     sets = [a for o in overrides for a in ("--set", o)]
     study_dir = tmp_path / "resumable"
-    interrupt_once_a_trial_finishes(
+    printed = interrupt_once_a_trial_finishes(
         cli("run", str(SMOKE), "--output", str(tmp_path), *sets), study_dir
     )
+    # Not a terminal: plain progress lines, the summary, and Ray's and Tune's output in a log.
+    assert_plain_output(printed, study_dir, "run")
 
     info = StudyInfo.read(study_dir)
     before = {r.info.run_id: r for r in trial_runs(info) if r.info.status == "FINISHED"}
@@ -82,6 +95,8 @@ def test_interrupted_study_resumes_without_retraining_or_duplicates(tmp_path: Pa
         timeout=300,
     )
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert_plain_output(resumed.stdout + resumed.stderr, study_dir, "resume")
+    assert "4/4 trials done" in resumed.stdout
     runs = trial_runs(info)
     assert len(runs) == 4, "one MLflow run per trial, across the interruption"
     assert {r.info.status for r in runs} == {"FINISHED"}

@@ -38,7 +38,13 @@ from raystudy.tags import STOPPED_TAG, VERSION_TAG
 from raystudy.tracking.retry import TrackingRejected, TrackingUnreachable
 from raystudy.tracking.sync import sync_run
 from raystudy.tracking.writer import StudyTracker, default_uri
-from raystudy.tune.adapter import make_trainable, new_tuner, optuna_study_exists, time_budget
+from raystudy.tune.adapter import (
+    make_trainable,
+    new_tuner,
+    optuna_study_exists,
+    time_budget,
+    with_progress,
+)
 from raystudy.tune.cluster import TuneSetupError, connect
 from raystudy.tune.state import FINISHED, STOPPED, TUNE_DIR, fit_outcomes
 
@@ -125,12 +131,15 @@ def run_study(
     address: str | None = None,
     overwrite: bool = False,
     verbose: int = 1,
+    on_study_dir: Callable[[Path], None] | None = None,
 ) -> StudyOutcome:
     """Run every trial of `spec` under Ray Tune and wait for the study to end.
 
     What can refuse the study is asked first, in order of cost (the output folder, the
     tracking store, Ray, the trial's resources); only then are the study folder and the
     MLflow parent run made, so a refused study leaves nothing that blocks a rerun.
+    `on_study_dir` is called with the study folder as soon as it exists (the terminal moves
+    its log there).
     """
     started = time.monotonic()
     study_dir = check_study_dir(output, spec.name, overwrite)
@@ -143,7 +152,9 @@ def run_study(
     _as_study_error(connect, address)
     resources = trial_resources(spec)
     version = _code_version()
-    tracker, info, tuner = _start(spec, study_dir, overwrite, version, resources, verbose)
+    tracker, info, tuner = _start(
+        spec, study_dir, overwrite, version, resources, verbose, on_study_dir
+    )
     return _fit(tracker, info, tuner, spec, started)
 
 
@@ -174,6 +185,7 @@ def _start(
     version: str,
     resources: dict[str, float],
     verbose: int,
+    on_study_dir: Callable[[Path], None] | None,
 ) -> tuple[StudyTracker, StudyInfo, Any]:
     """The study folder, its files, the MLflow parent run and the Tuner; a failure on the
     way removes what this attempt made (and deletes its parent run), never an older study."""
@@ -184,6 +196,8 @@ def _start(
             made = make_study_dir(study_dir, overwrite)
         except OSError as exc:
             raise StudyError(f"cannot create the study folder {study_dir} ({exc})") from None
+        if on_study_dir is not None:
+            on_study_dir(study_dir)
         (study_dir / SPEC_FILE).write_text(
             yaml.safe_dump(spec.model_dump(mode="json"), sort_keys=False)
         )
@@ -317,6 +331,7 @@ def resume_study(
             resume_errored=not restart_errored,
             restart_errored=restart_errored,
         )
+        tuner = with_progress(tuner, spec)
     except BaseException:
         _mark_killed(tracker)
         raise

@@ -35,6 +35,7 @@ from raystudy.tune.points import (
     trial_labels,
     trial_name,
 )
+from raystudy.tune.progress import ProgressCallback
 from raystudy.tune.state import TUNE_DIR
 
 #: The file a trial's checkpoint state is saved to inside Tune's checkpoint folder.
@@ -246,7 +247,29 @@ def run_config(spec: StudySpec, study_dir: Path, verbose: int = 1) -> Any:
         failure_config=tune.FailureConfig(max_failures=spec.execution.max_failures),
         checkpoint_config=tune.CheckpointConfig(num_to_keep=2),
         verbose=verbose,
+        callbacks=[progress_callback(spec)],
     )
+
+
+def progress_callback(spec: StudySpec) -> ProgressCallback:
+    """The display's ears in Tune's loop, following the search's (first) metric."""
+    metric, mode = spec.search.metric, spec.search.mode
+    first = metric[0] if isinstance(metric, list) else metric
+    return ProgressCallback(first, mode[0] if isinstance(mode, list) else mode)
+
+
+def with_progress(tuner: Any, spec: StudySpec) -> Any:
+    """A restored Tuner with the progress callback: a study started before raystudy had one
+    saved its RunConfig without it. Tune has no public way to change a restored RunConfig;
+    through Ray Client (`ray://`) the Tuner lives on the cluster and is left as it is."""
+    local = getattr(tuner, "_local_tuner", None)
+    if local is None:
+        return tuner
+    config = local.get_run_config()
+    callbacks = list(config.callbacks or [])
+    if not any(isinstance(c, ProgressCallback) for c in callbacks):
+        config.callbacks = [*callbacks, progress_callback(spec)]
+    return tuner
 
 
 def make_trainable(spec: StudySpec, context: dict[str, Any], resources: dict[str, float]) -> Any:

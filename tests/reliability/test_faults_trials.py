@@ -15,7 +15,8 @@ import mlflow
 import pandas as pd
 import pytest
 from conftest import fresh_ray
-from faults import descendants, trial_runs, tune_rows, wait_for
+from faults import cli, descendants, trial_runs, tune_rows, wait_for
+from pty_run import run_on_pty, screen_lines
 from tiny import LIGHT, SMOKE, tiny
 from typer.testing import CliRunner
 
@@ -24,6 +25,8 @@ from raystudy.analysis.tune_results import load_tune_results
 from raystudy.checks import load_spec
 from raystudy.cli import app
 from raystudy.study.driver import run_study
+from raystudy.study.folder import StudyInfo
+from raystudy.study.status import study_status
 from raystudy.tags import DIVERGED_TAG, ERROR_TAG
 from raystudy.tune.state import FINISHED, TUNE_DIR
 
@@ -111,27 +114,43 @@ def test_killed_worker_resumes_from_its_checkpoint_into_the_same_run(
 
 
 def test_a_diverging_cell_fails_with_its_step_and_the_rest_of_the_study_completes(
-    cluster, tmp_path: Path
+    tmp_path: Path,
 ) -> None:
-    spec = load_spec(
-        SMOKE,
-        tiny(
-            "diverging",
-            LIGHT,
-            "train.steps=16",
-            "resources={cpu: 1, gpu: 0}",
-            "execution.max_failures=0",  # a retry would only diverge again, at the same step
-            # three sane cells and one with a learning rate no model survives
-            "grid={train: [{lr: 0.0005, kl_warmup_steps: [0, 1, 2]}, {lr: 1.0e+6}]}",
-        ),
+    """Run through the CLI on a real pseudo-terminal, as a user would: the failure is said at
+    once, above one progress bar, and Ray's and Tune's own output goes to the study's log."""
+    overrides = tiny(
+        "diverging",
+        LIGHT,
+        "train.steps=16",
+        "resources={cpu: 1, gpu: 0}",
+        "execution.max_failures=0",  # a retry would only diverge again, at the same step
+        # three sane cells and one with a learning rate no model survives
+        "grid={train: [{lr: 0.0005, kl_warmup_steps: [0, 1, 2]}, {lr: 1.0e+6}]}",
     )
-    outcome = run_study(spec, output=tmp_path, verbose=0)
-    assert outcome.states == {FINISHED: 3, "ERROR": 1}, outcome.states
+    sets = [a for o in overrides for a in ("--set", o)]
+    code, raw = run_on_pty(cli("run", str(SMOKE), "--output", str(tmp_path), *sets), timeout=300)
+    lines = screen_lines(raw)
+    assert code == 1, raw[-3000:]  # a trial failed: the study did not finish
+    study_dir = tmp_path / "diverging"
+    info = StudyInfo.read(study_dir)
+    assert study_status(study_dir) == {FINISHED: 3, "ERROR": 1}
 
-    runs = {
-        r.info.run_name: r
-        for r in trial_runs(outcome.info.tracking_uri, outcome.info.experiment_id)
-    }
+    # What the terminal shows: the study, the bar, the failure with its error and its log,
+    # the summary; none of Tune's status tables or Ray's messages.
+    failed = [i for i, line in enumerate(lines) if line.startswith("Trial 003_lr=")]
+    assert len(failed) == 1, lines
+    assert "failed: " in lines[failed[0]]
+    assert "TrainingDiverged: training diverged at step" in lines[failed[0]]
+    error_file = lines[failed[0] + 1].removeprefix("  full error: ")
+    assert Path(error_file).is_file() and "TrainingDiverged" in Path(error_file).read_text()
+    assert lines[-1].startswith("trials") or "3 finished, 1 failed." in raw
+    assert len(lines) <= 12, lines
+    assert not any("Trial status" in line or "ray.init" in line for line in lines), lines
+    (log,) = (study_dir / "logs").glob("run-*.log")
+    assert f"Log (Ray, Tune, trial output): {log}" in lines
+    assert "Trial status" in log.read_text()  # Tune's table, kept for who wants it
+
+    runs = {r.info.run_name: r for r in trial_runs(info.tracking_uri, info.experiment_id)}
     assert len(runs) == 4, "one run per cell"
     bad = runs.pop("003_lr=1000000.0")
     assert bad.info.status == "FAILED"
@@ -143,7 +162,6 @@ def test_a_diverging_cell_fails_with_its_step_and_the_rest_of_the_study_complete
     assert "dis/mig" not in bad.data.metrics, "a diverged model is not evaluated"
     assert {r.info.status for r in runs.values()} == {"FINISHED"}
 
-    study_dir = tmp_path / "diverging"
     result = CliRunner().invoke(
         app,
         [

@@ -1,0 +1,94 @@
+"""Everything a study's driver process prints, into a log file: Ray's start-up messages, Tune's
+status tables, the worker output Ray forwards to the driver, Python warnings.
+
+Redirected at the file-descriptor level (so C extensions and the Ray processes started
+meanwhile write there too) and at `sys.stdout`/`sys.stderr` (Python writers that hold their
+own stream objects). The terminal stream is taken first, from a copy of the original
+descriptor, so the display keeps writing to the terminal while the rest goes to the log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TextIO
+
+
+def terminal_stream() -> TextIO:
+    """Where the display writes: a copy of stdout's descriptor (which survives redirecting
+    descriptor 1), or the stdout object itself where it has no descriptor (a test runner's
+    buffer)."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        return sys.stdout
+    encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+    return open(os.dup(fd), "w", buffering=1, encoding=encoding, errors="replace")
+
+
+class CapturedOutput:
+    """The log the process's output goes to while captured; `move_to` relocates it (the
+    study folder exists only once the study has passed its checks)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._file: TextIO | None = None
+
+    def start(self) -> None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        self._saved = (os.dup(1), os.dup(2))
+        self._streams = (sys.stdout, sys.stderr)
+        self._open(self.path, "a")
+
+    def _open(self, path: Path, mode: str) -> None:
+        log = open(path, mode, buffering=1, encoding="utf-8", errors="replace")  # noqa: SIM115
+        os.dup2(log.fileno(), 1)
+        os.dup2(log.fileno(), 2)
+        sys.stdout = sys.stderr = log
+        if self._file is not None:
+            self._file.close()
+        self._file, self.path = log, path
+
+    def move_to(self, path: Path) -> None:
+        """Continue the log at `path`, with what it holds so far. Copied, not renamed: the
+        two may be on different file systems."""
+        old = self.path
+        assert self._file is not None
+        self._file.flush()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(old.read_bytes())
+        self._open(path, "a")
+        old.unlink(missing_ok=True)
+
+    def stop(self) -> None:
+        if self._file is None:
+            return
+        with contextlib.suppress(ValueError, OSError):
+            sys.stdout.flush()
+        os.dup2(self._saved[0], 1)
+        os.dup2(self._saved[1], 2)
+        for fd in self._saved:
+            os.close(fd)
+        sys.stdout, sys.stderr = self._streams
+        self._file.close()
+        self._file = None
+
+
+@contextlib.contextmanager
+def captured_output(name: str) -> Iterator[CapturedOutput]:
+    """Capture the process's output into a fresh log named after the study, in the system's
+    temporary folder until `move_to` puts it where it belongs."""
+    handle, temp = tempfile.mkstemp(prefix=f"raystudy-{name}-", suffix=".log")
+    os.close(handle)
+    captured = CapturedOutput(Path(temp))
+    captured.start()
+    try:
+        yield captured
+    finally:
+        captured.stop()
