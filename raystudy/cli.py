@@ -366,13 +366,19 @@ def analyze(
     from raystudy.analysis.pipeline import AnalysisError, Settings, analyze_study
     from raystudy.analysis.summary import format_summary
     from raystudy.study.folder import StudyError
+    from raystudy.terminal.steps import StepLines
     from raystudy.tracking.retry import TrackingUnreachable
 
     settings = Settings(by=tuple(by or ()), n_boot=bootstrap, seed=seed, min_trials=min_trials)
     try:
-        result = analyze_study(
-            (output / study).resolve(), settings, log=log and not from_tune, from_tune=from_tune
-        )
+        with StepLines("analyze") as steps:
+            result = analyze_study(
+                (output / study).resolve(),
+                settings,
+                log=log and not from_tune,
+                from_tune=from_tune,
+                progress=steps,
+            )
     except TrackingUnreachable as exc:
         _fail(
             f"{exc}; `raystudy analyze {study} --output {output} --from-tune` reads the "
@@ -522,7 +528,12 @@ def evaluate(
             dataset_options=_options(option or [], "--option"),
         )
         fn, name = resolve_encoder(encoder, uri)
-        results = score_encoder(fn, name, data, split_, config.evaluation, _device(device), n_jobs)
+        from raystudy.terminal.steps import StepLines
+
+        with StepLines("evaluate") as steps:
+            results = score_encoder(
+                fn, name, data, split_, config.evaluation, _device(device), n_jobs, steps
+            )
     except (SpecError, EncoderError) as exc:
         _fail(str(exc))
     width = max((len(k) for k in results), default=0)

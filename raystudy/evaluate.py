@@ -271,9 +271,11 @@ def score_encoder(
     evaluation: EvaluationConfig,
     device: torch.device,
     n_jobs: int = 1,
+    progress: Callable[[str], None] | None = None,
 ) -> dict[str, float]:
     """`score_representation` of a resolved encoder, tried on a first batch before any
-    metric. The `own` probe (code column k predicts factor k) needs one column per factor."""
+    metric. The `own` probe (code column k predicts factor k) needs one column per factor;
+    `progress` is told each step as it starts."""
     if isinstance(fn, nn.Module) and device.type != "cpu":
         fn.to(device)  # the images are rendered there
     checked = CheckedEncoder(fn, name)
@@ -287,5 +289,12 @@ def score_encoder(
             f"(one per factor of {dataset.name}); this encoder gives {checked.dim}"
         )
     return score_representation(
-        checked, dataset, split, evaluation, device, n_jobs=n_jobs, factor_sized=factor_sized
+        checked,
+        dataset,
+        split,
+        evaluation,
+        device,
+        n_jobs=n_jobs,
+        factor_sized=factor_sized,
+        progress=progress,
     )

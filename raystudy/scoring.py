@@ -164,6 +164,7 @@ def score_representation(
     n_jobs: int = 1,
     factor_sized: bool = False,
     codes_of: CodesOf | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> dict[str, float]:
     """The dis/*, down/* and transfer/* metrics of a representation, on the draws
     `evaluation.seed` fixes: what `score_model` reports of a trained model but eval/*, which
@@ -171,8 +172,10 @@ def score_representation(
 
     `represent` maps images to codes; `codes_of`, when given, maps factor indices to codes
     instead (a representation no image gives: gt_decoder's). `factor_sized` says whether code
-    column k stands for factor k, which the `own` probe needs.
+    column k stands for factor k, which the `own` probe needs. `progress` is told each
+    metric and each scenario's probes as they start.
     """
+    say = progress or (lambda message: None)
     ev = evaluation
     seed = ev.seed
     results: dict[str, float] = {}
@@ -185,9 +188,11 @@ def score_representation(
     n_train = ev.num_train
     fixed = [m for m in ev.metrics if m not in INTERVENTION_METRICS]
     if fixed:
+        say(f"encoding {n_train + ev.num_test} images")
         points = split.sample("encoder", n_train + ev.num_test, np.random.default_rng([seed, 2]))
         fixed_codes = codes(points)
     for name in fixed:
+        say(f"metric {name}")
         fn = get_metric(name)
         scores = fn(
             fixed_codes[:n_train],
@@ -215,6 +220,7 @@ def score_representation(
             codes_of=codes_of,
         )
         for name in intervention:
+            say(f"metric {name}")
             scores = evaluate_intervention(
                 name, dataset, represent, seed=seed, pool=pool, n_jobs=n_jobs
             )
@@ -225,6 +231,8 @@ def score_representation(
     for i, (scenario_name, scenario) in enumerate(split.scenarios.items()):
         if not probes:
             break
+        step = f"{i + 1}/{len(split.scenarios)}"
+        say(f"probes {', '.join(probes)} on scenario {scenario_name} ({step})")
         rng = np.random.default_rng([seed, 3, i])
         train_idx = split.sample(f"{scenario_name}/train", ev.probe_train, rng)
         test_idx = split.sample(f"{scenario_name}/test", ev.probe_test, rng)

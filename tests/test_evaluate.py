@@ -126,6 +126,10 @@ def test_the_cli_scores_writes_json_and_logs_an_external_run_analysed_as_its_own
     result = CliRunner().invoke(app, [a for arg in args for a in arg.split(" ", 1)])
     assert result.exit_code == 0, result.output
     assert "transfer/iid/linear/mae" in result.output and "Logged as run" in result.output
+    # Each step said on stderr as it starts: the scores alone on stdout.
+    steps = [line.split("] ")[1] for line in result.stderr.splitlines() if "evaluate [" in line]
+    assert steps == ["encoding 300 images", "metric mig", "probes linear on scenario iid (1/1)"]
+    assert "evaluate [" not in result.stdout
     written = json.loads(out.read_text())
     assert written == score("known_encoders:factors", mpi)  # the API's numbers, flat
     # Beside the trained model: the same keys, the same cell, a group of its own.

@@ -90,6 +90,17 @@ def test_analyze_writes_parquet_and_prints_the_correlation_table(finished_study)
     assert len(table) == 2 and "metrics.dis/dci_d" in table.columns
     assert "params.model.beta" in table.columns
     assert "transfer/ood2_a/gbt/mae" in result.output and "dci_d" in result.output
+    # Each step said as it starts, on stderr (not a terminal here: a line each).
+    steps = [line for line in result.stderr.splitlines() if line.startswith("analyze [")]
+    assert [s.split("] ")[1].split(" ")[0] for s in steps] == [
+        "reading",
+        "rank",
+        "model",
+        "figures",
+        "writing",
+        "logging",
+    ], result.stderr
+    assert "analyze [" not in result.stdout
     frame = load_results(output / "tiny")
     assert set(frame["status"]) == {"FINISHED"}
 

@@ -7,13 +7,16 @@ import io
 import subprocess
 import sys
 import textwrap
+import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from pty_run import screen_lines
+from rich.console import Console
 
 from raystudy.terminal.display import StudyDisplay, clock
+from raystudy.terminal.steps import StepLines
 from raystudy.tune.progress import Snapshot, TrialFailure, error_line
 from raystudy.tune.state import ERROR, FINISHED, RUNNING, STOPPED
 
@@ -130,3 +133,23 @@ def test_a_retried_failure_says_so(final: bool) -> None:
     assert out.getvalue().strip() == (
         "Trial 001 failed: OSError: x" if final else "Trial 001 failed, retrying: OSError: x"
     )
+
+
+def test_steps_are_lines_down_a_pipe_and_one_spinner_on_a_terminal() -> None:
+    plain = io.StringIO()
+    with StepLines("analyze", Console(file=plain)) as steps:
+        steps("reading runs")
+        steps("figures")
+    lines = plain.getvalue().splitlines()
+    assert [line.split("] ")[1] for line in lines] == ["reading runs", "figures"]
+    assert all(line.startswith("analyze [") and " s] " in line for line in lines)
+
+    drawn = io.StringIO()
+    console = Console(file=drawn, force_terminal=True, width=100)
+    with StepLines("analyze", console) as steps:
+        steps("reading runs")
+        time.sleep(0.3)  # the spinner redraws in its own thread
+        steps("figures")
+        time.sleep(0.3)
+    shown = screen_lines(drawn.getvalue())
+    assert "\x1b[" in drawn.getvalue() and len([s for s in shown if s]) <= 1, shown

@@ -7,6 +7,7 @@ reading from MLflow and the logging back to the study's parent run.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -41,6 +42,14 @@ MODULARITY_FILE = "r2_modularity.csv"
 AGREEMENT_FILE = "metric_agreement.csv"
 SPREAD_FILE = "objective_spread.csv"
 REPORT_FILE = "report.html"
+
+
+#: Told each step of an analysis as it starts (a line to show); None: told nothing.
+Progress = Callable[[str], None] | None
+
+
+def _silent(message: str) -> None:
+    del message
 
 
 @dataclass(frozen=True)
@@ -91,12 +100,15 @@ def proxy_columns(frame: pd.DataFrame) -> list[str]:
     return own + downstream_columns(frame)
 
 
-def compute(frame: pd.DataFrame, settings: Settings = Settings()) -> Analysis:
+def compute(
+    frame: pd.DataFrame, settings: Settings = Settings(), progress: Progress = None
+) -> Analysis:
     """Correlations, model selection and figures of the finished trials of `frame`.
 
     `frame` is a results table (any statuses); failed and running trials are counted, never
-    analysed.
+    analysed. `progress` is told each step as it starts.
     """
+    say = progress or _silent
     # Groups are sets of row labels: a table concatenated without fresh labels would
     # count every repeated label's rows again.
     frame = frame.reset_index(drop=True)
@@ -105,6 +117,10 @@ def compute(frame: pd.DataFrame, settings: Settings = Settings()) -> Analysis:
     r2, modularity = r2_table(finished(frame)), r2_modularity(finished(frame))
     done = transfer_by_cell(finished(frame))
     groups = trial_groups(done, settings.by)
+    say(
+        f"rank correlations of {len(done)} finished trials in {len(groups)} groups, "
+        f"{settings.n_boot} bootstrap resamples each"
+    )
     correlations = transfer_correlations(
         done, groups, n_boot=settings.n_boot, seed=settings.seed, min_trials=settings.min_trials
     )
@@ -117,10 +133,12 @@ def compute(frame: pd.DataFrame, settings: Settings = Settings()) -> Analysis:
         seed=settings.seed,
         min_trials=settings.min_trials,
     )
+    say("model selection and the metrics' agreement")
     selection = selection_table(done, groups, min_trials=settings.min_trials)
     agreement = metric_agreement(
         done, groups, n_boot=settings.n_boot, seed=settings.seed, min_trials=settings.min_trials
     )
+    say("figures")
     figures = study_figures(done, correlations, proxy, r2, agreement)
     return Analysis(
         frame,
@@ -218,18 +236,27 @@ class StudyAnalysis:
 
 
 def analyze_study(
-    study_dir: Path, settings: Settings = Settings(), *, log: bool = True, from_tune: bool = False
+    study_dir: Path,
+    settings: Settings = Settings(),
+    *,
+    log: bool = True,
+    from_tune: bool = False,
+    progress: Progress = None,
 ) -> StudyAnalysis:
     """Read a study's runs, write its analysis to `<study_dir>/analysis/` and (with `log`)
     log the same files to the study's parent MLflow run, under `analysis/`.
 
     `from_tune` reads the results from Tune's storage instead of MLflow (and logs nothing):
-    the way to analyse a study whose tracking server is gone.
+    the way to analyse a study whose tracking server is gone. `progress` is told each step
+    as it starts.
     """
     from raystudy.study.folder import StudyInfo
     from raystudy.tracking.writer import StudyTracker
 
+    say = progress or _silent
     info = StudyInfo.read(study_dir)
+    where = "Tune storage" if from_tune else f"MLflow store ({info.tracking_uri})"
+    say(f"reading the trial runs of {info.models} planned models from the {where}")
     if from_tune:
         from raystudy.analysis.tune_results import load_tune_results
 
@@ -237,11 +264,11 @@ def analyze_study(
     else:
         frame = load_results(study_dir)
     if frame.empty:
-        where = "Tune storage" if from_tune else f"MLflow store ({info.tracking_uri})"
         raise AnalysisError(f"study {info.name!r} has no trial runs yet in its {where}")
-    analysis = compute(frame, settings)
+    analysis = compute(frame, settings, progress)
     spec = study_dir / "spec.yaml"
     folder = study_dir / ANALYSIS_DIR
+    say(f"writing tables, figures and the report to {folder}")
     files = write_analysis(
         analysis,
         folder,
@@ -251,6 +278,7 @@ def analyze_study(
     )
     parent = None
     if log:
+        say(f"logging {len(files)} files to the study's parent MLflow run")
         tracker = StudyTracker(info.tracking_uri, info.experiment_id, info.parent_run_id)
         tracker.log_analysis(files)
         parent = info.parent_run_id
