@@ -20,12 +20,13 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from mlflow.entities import Metric
 from mlflow.tracking import MlflowClient
 
 from raystudy.models.params import trial_params
 from raystudy.spec import TrialConfig
 from raystudy.study.folder import StudyInfo
-from raystudy.tags import EXPERIMENT_KIND_TAG, MODEL_TRAINING_KIND
+from raystudy.tags import EXPERIMENT_KIND_TAG, MODEL_TRAINING_KIND, TRIAL_RUNS
 from raystudy.tracking.ui_view import PARAM_COLUMNS, view_tag, write_study_view
 from raystudy.tracking.writer import StudyTracker, TrialRun, default_uri
 
@@ -93,53 +94,64 @@ EXPECTED = [
 ]
 
 
-def test_a_new_study_experiment_is_model_training_and_ui_writes_its_view(tmp_path: Path) -> None:
-    info = _study(tmp_path, "s")
-    client = MlflowClient(info.tracking_uri)
-    assert (
-        client.get_experiment(info.experiment_id).tags[EXPERIMENT_KIND_TAG] == MODEL_TRAINING_KIND
-    )
-    view = write_study_view(info.tracking_uri, info.experiment_id, info.name)
-    saved = _view(info)
+@pytest.fixture(scope="module")
+def study(tmp_path_factory: pytest.TempPathFactory) -> StudyInfo:
+    """A study whose trials have logged their params but no scores yet (one sqlite store for
+    this module's fast tests: each new store costs seconds of schema migration)."""
+    return _study(tmp_path_factory.mktemp("studies"), "s", scores=False)
+
+
+def test_ui_marks_the_experiment_and_saves_the_columns_its_trials_logged(study: StudyInfo) -> None:
+    client = MlflowClient(study.tracking_uri)
+    assert _kind(client, study) == MODEL_TRAINING_KIND  # a new study's experiment is made so
+    # A study from before the tag gets it from `raystudy ui`.
+    client.delete_experiment_tag(study.experiment_id, EXPERIMENT_KIND_TAG)
+    view = write_study_view(study.tracking_uri, study.experiment_id, study.name)
+    assert _kind(client, study) == MODEL_TRAINING_KIND
+    state = _view(study)["state"]
+    assert state["selectedColumns"] == EXPECTED[:4] == view.columns  # no scores logged yet
+    # No score to order by: by run name, which lists every run flat as well.
+    assert (state["orderByKey"], state["orderByAsc"]) == ("tags.`mlflow.runName`", True)
+
+    # The trials are scored: `raystudy ui` again rewrites the same view with their columns.
+    for run in client.search_runs([study.experiment_id], TRIAL_RUNS):
+        i = int(run.info.run_name.split("_")[1])
+        client.log_batch(run.info.run_id, [Metric(k, v, 0, 10) for k, v in _scores(i).items()])
+    view = write_study_view(study.tracking_uri, study.experiment_id, study.name)
+    saved = _view(study)
     # The envelope the UI's saved views read: name, createdAt (ms), updatedAt, state (a string).
     assert saved["name"] == "raystudy: s"
     assert isinstance(saved["createdAt"], int) and saved["createdAt"] > 1.7e12
     state = saved["state"]
-    assert state["selectedColumns"] == EXPECTED == view.columns
-    assert state["columnOrder"] == EXPECTED
+    assert state["selectedColumns"] == EXPECTED == view.columns == state["columnOrder"]
     # Ordered by DCI-D, best first: the table lists every trial run flat (see ui_view).
     assert (state["orderByKey"], state["orderByAsc"]) == ("metrics.`dis/dci_d`", False)
     assert view.url(5123) == (
-        f"http://127.0.0.1:5123/#/experiments/{info.experiment_id}/runs"
+        f"http://127.0.0.1:5123/#/experiments/{study.experiment_id}/runs"
         "?workflowType=machine_learning&viewStateShareKey=raystudy"
     )
-    # ...and that order is one MLflow's store can answer: the trials by DCI-D, parent last.
-    runs = client.search_runs([info.experiment_id], order_by=["metrics.`dis/dci_d` DESC"])
+    tags = client.get_experiment(study.experiment_id).tags
+    assert [k for k in tags if "sharedViewState" in k] == [view_tag("raystudy")]
+    # ...and that order is one MLflow's store answers: the trials by DCI-D, the parent last.
+    runs = client.search_runs([study.experiment_id], order_by=["metrics.`dis/dci_d` DESC"])
     names = [r.info.run_name for r in runs]
     assert names == ["trial_2_factor_vae", "trial_1_beta_vae", "trial_0_beta_vae", "s"]
 
 
-def test_an_older_study_gets_the_kind_and_only_the_columns_it_logged(tmp_path: Path) -> None:
-    info = _study(tmp_path, "old", scores=False)
-    client = MlflowClient(info.tracking_uri)
-    client.delete_experiment_tag(info.experiment_id, EXPERIMENT_KIND_TAG)  # made before the tag
-    view = write_study_view(info.tracking_uri, info.experiment_id, info.name)
-    assert (
-        client.get_experiment(info.experiment_id).tags[EXPERIMENT_KIND_TAG] == MODEL_TRAINING_KIND
-    )
-    state = _view(info)["state"]
-    assert state["selectedColumns"] == EXPECTED[:4] == view.columns  # no scores logged yet
-    # No score to order by: by run name, which lists every run flat as well.
-    assert (state["orderByKey"], state["orderByAsc"]) == ("tags.`mlflow.runName`", True)
-    # Trials scored later: `raystudy ui` again rewrites the same view with their columns.
-    for run in client.search_runs([info.experiment_id], "tags.`raystudy.role` = 'trial'"):
-        client.log_metric(run.info.run_id, "transfer/iid/mlp/mae", 0.3)
-    write_study_view(info.tracking_uri, info.experiment_id, info.name)
-    state = _view(info)["state"]
-    assert state["selectedColumns"] == [*EXPECTED[:4], "metrics.`transfer/iid/mlp/mae`"]
-    assert (state["orderByKey"], state["orderByAsc"]) == ("metrics.`transfer/iid/mlp/mae`", True)
-    shared = [k for k in client.get_experiment(info.experiment_id).tags if "sharedViewState" in k]
-    assert shared == [view_tag("raystudy")]
+def test_ui_names_the_store_that_lacks_the_study_before_starting_a_server(
+    study: StudyInfo, tmp_path: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    from raystudy.cli import app
+
+    (tmp_path / "gone").mkdir()
+    # study.json pointing at a store without its experiment.
+    StudyInfo("gone", tmp_path / "gone", study.tracking_uri, "777", "abc", 1).write()
+    result = CliRunner().invoke(app, ["ui", "gone", "-o", str(tmp_path), "--port", "1"])
+    assert result.exit_code == 2, result.output
+    assert study.tracking_uri in result.output and "No Experiment with id=777" in result.output
+    assert "MLflow UI for" not in result.output
 
 
 def test_the_param_columns_are_keys_a_trial_logs() -> None:

@@ -142,9 +142,9 @@ def write_study_view(uri: str, experiment_id: str, study: str) -> StudyView:
     """Mark the study's experiment as model training and (re)write raystudy's view of its runs
     table from the runs logged so far; returns it (`StudyView.url` opens it). Raises
     `TrackingUnreachable` or `TrackingRejected` naming the store."""
-    client = MlflowClient(uri)
     with refusing(uri):
         check_reachable(uri)
+        client = MlflowClient(uri)  # refuses a URI MLflow does not support
         params, metrics = _logged_keys(client, experiment_id)
         view, value = _envelope(study_view(experiment_id, params, metrics), f"raystudy: {study}")
         for key, tag in ((EXPERIMENT_KIND_TAG, MODEL_TRAINING_KIND), (view_tag(view.key), value)):
