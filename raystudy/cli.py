@@ -302,18 +302,24 @@ def ui(
     output: OutputOpt = Path("studies"),
     port: Annotated[int, typer.Option(help="Port on 127.0.0.1.")] = 5000,
 ) -> None:
-    """Start the MLflow UI on the study's store, bound to 127.0.0.1."""
+    """Start the MLflow UI on the study's store, bound to 127.0.0.1, and print the URL of its
+    trial runs with the columns to compare (objective, beta, input noise, seed, DCI-D,
+    transfer MAEs)."""
     import os
     import subprocess
     import sys
 
     from raystudy.study.folder import StudyError, StudyInfo
+    from raystudy.tracking.retry import TrackingRejected, TrackingUnreachable
+    from raystudy.tracking.ui_view import write_study_view
 
     try:
         info = StudyInfo.read((output / study).resolve())
-    except StudyError as exc:
+        view = write_study_view(info.tracking_uri, info.experiment_id, info.name)
+    except (StudyError, TrackingUnreachable, TrackingRejected) as exc:
         _fail(str(exc))
-    typer.echo(f"MLflow UI for {study!r} on http://127.0.0.1:{port} (Ctrl-C stops it)")
+    typer.echo(f"MLflow UI for {study!r} on http://127.0.0.1:{port} (Ctrl-C stops it); its runs:")
+    typer.echo(f"  {view.url(port)}")
     command = [
         sys.executable,
         "-m",

@@ -14,6 +14,17 @@ PARENT_TAG = "mlflow.parentRunId"
 #: A run's display name (`run_name=` when it is created).
 RUN_NAME_TAG = "mlflow.runName"
 
+# --- Experiment tags MLflow's UI reads ---------------------------------------------------------
+#: The experiment's kind, as MLflow's UI writes it from its experiment header; a study's
+#: experiment is `MODEL_TRAINING_KIND` ("Machine learning" there, not "GenAI apps & agents").
+EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
+MODEL_TRAINING_KIND = "custom_model_development"
+#: Prefix of a saved view of the runs table (`mlflow.sharedViewState.<key>`), which the UI
+#: opens from `#/experiments/<id>/runs?viewStateShareKey=<key>`.
+SHARED_VIEW_PREFIX = "mlflow.sharedViewState."
+#: The tags a study's experiment is created with.
+EXPERIMENT_TAGS = {EXPERIMENT_KIND_TAG: MODEL_TRAINING_KIND}
+
 # --- Identity: which study and trial a run belongs to -----------------------------------------
 #: Ray Tune's trial id (`<id>/<member>` for a stacked model), by which a retried or restored
 #: trial finds its run again.

@@ -16,6 +16,7 @@ from raystudy.data.split_registry import split_tag
 from raystudy.spec import TrialConfig
 from raystudy.spec.grid import flatten
 from raystudy.tags import (
+    EXPERIMENT_TAGS,
     EXTERNAL_ROLE,
     MODEL_TAG,
     PARENT_TAG,
@@ -54,7 +55,9 @@ def log_external_run(
         experiment_id = (
             found.experiment_id
             if found is not None
-            else retry_busy(lambda: client.create_experiment(experiment))
+            else retry_busy(
+                lambda: client.create_experiment(experiment, tags=dict(EXPERIMENT_TAGS))
+            )
         )
         tags = {
             ROLE_TAG: EXTERNAL_ROLE,

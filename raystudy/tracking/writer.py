@@ -29,6 +29,7 @@ from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT
 
 from raystudy.tags import (
     CLOSED_TAG,
+    EXPERIMENT_TAGS,
     PARENT_TAG,
     ROLE_TAG,
     STUDY_ROLE,
@@ -121,7 +122,9 @@ class StudyTracker:
             # itself (it usually proxies them to its own artifact store).
             local = uri.startswith(("sqlite:", "file:", "/"))
             experiment_id = client.create_experiment(
-                study, artifact_location=artifact_dir.resolve().as_uri() if local else None
+                study,
+                artifact_location=artifact_dir.resolve().as_uri() if local else None,
+                tags=dict(EXPERIMENT_TAGS),
             )
         else:
             experiment_id = experiment.experiment_id

@@ -118,12 +118,13 @@ def test_raystudy_ui_serves_the_study_on_loopback_only(tmp_path: Path) -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     command = [sys.executable, "-m", "raystudy.cli", "ui", "s", "-o", str(tmp_path)]
-    proc = subprocess.Popen(
-        [*command, "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,  # the UI starts workers: stop the whole group
-    )
+    with (tmp_path / "ui.out").open("w") as out:
+        proc = subprocess.Popen(
+            [*command, "--port", str(port)],
+            stdout=out,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # the UI starts workers: stop the whole group
+        )
     try:
         deadline, sockets = time.monotonic() + 90, set()
         while time.monotonic() < deadline and port not in {p for _, p in sockets}:
@@ -147,6 +148,11 @@ def test_raystudy_ui_serves_the_study_on_loopback_only(tmp_path: Path) -> None:
             except OSError:
                 time.sleep(0.5)
         assert info.experiment_id.encode() in body
+        # ...opened at the study's trial runs, in the view `raystudy ui` saved on the experiment
+        # (tests/test_ui_view.py checks the view; its heavy test loads it in a browser).
+        view = f"#/experiments/{info.experiment_id}/runs?workflowType=machine_learning&"
+        assert f"http://127.0.0.1:{port}/{view}" in (tmp_path / "ui.out").read_text()
+        assert b"mlflow.sharedViewState.raystudy" in body
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=30)
