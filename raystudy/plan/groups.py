@@ -96,5 +96,5 @@ class EvaluationGroup:
 
 
 def kind_label(training: TrainingGroup, evaluation: EvaluationGroup, steps: int) -> str:
-    """objective/architecture/dataset/batch | split/code width | steps."""
-    return f"{training} | {evaluation.split}/z{evaluation.width} | {steps} steps"
+    """objective/architecture/dataset/batch, split/code width, steps."""
+    return f"{training}, {evaluation.split}/z{evaluation.width}, {steps} steps"

@@ -45,7 +45,7 @@ def format_plan(plan: Plan, name: str) -> str:
     )
     if plan.kinds:
         lines.append(
-            "  trial kinds (objective/architecture/dataset/batch | split/code width | steps):"
+            "  trial kinds (objective/architecture/dataset/batch, split/code width, steps):"
         )
         ranked = plan.kinds.most_common()
         for kind, count in ranked[:SHOWN_KINDS]:
