@@ -196,9 +196,15 @@ def plan(
     ] = None,
     gpus: Annotated[float, typer.Option(min=0, help="Cluster GPUs.")] = 0.0,
     calibrate: Annotated[
-        bool, typer.Option(help="Time a few steps and one evaluation of each trial kind here.")
+        bool,
+        typer.Option(help="Time each group of trials here at small sizes and extrapolate."),
     ] = True,
-    steps: Annotated[int, typer.Option(min=1, help="Training steps timed per trial kind.")] = 10,
+    steps: Annotated[
+        int, typer.Option(min=1, help="Training steps timed per batch size (after a warm-up).")
+    ] = 3,
+    budget: Annotated[
+        float, typer.Option(min=1, help="Seconds the calibration may take, about.")
+    ] = 40.0,
 ) -> None:
     """Trial count, resource plan and estimated cost of a study, before running it."""
     import math
@@ -222,6 +228,8 @@ def plan(
         cpus if cpus is not None else float(os.cpu_count() or 1),
         gpus,
         calibration_steps=steps if calibrate else None,
+        budget_s=budget,
+        progress=lambda line: typer.echo(line, err=True),
     )
     typer.echo(format_plan(result, study_spec.name))
 

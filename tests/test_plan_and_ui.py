@@ -2,30 +2,108 @@
 
 from __future__ import annotations
 
-from tiny import SMOKE, tiny
+import dataclasses
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from tiny import ROOT, SMOKE, tiny
 from typer.testing import CliRunner
 
 from raystudy.checks import load_spec
 from raystudy.cli import app
-from raystudy.plan import format_plan, make_plan
+from raystudy.plan import Line, format_plan, make_plan, scaled_evaluation, trial_cost
+from raystudy.spec import EvaluationConfig
 
 
-def test_plan_places_trials_and_calibrates_each_kind() -> None:
-    spec = load_spec(SMOKE, tiny("plan", "evaluation.metrics=[mig]"))
-    plan = make_plan(spec, cluster_cpus=8, cluster_gpus=1, calibration_steps=2)
+def test_plan_places_trials_and_calibrates_each_group() -> None:
+    # Steps as a grid axis: kinds that differ in steps alone share their calibration.
+    steps = "grid.train={steps: [8, 80]}"
+    overrides = [o for o in tiny("plan", "evaluation.metrics=[mig]", steps) if "steps=" not in o]
+    spec = load_spec(SMOKE, overrides)
+    lines: list[str] = []
+    plan = make_plan(
+        spec, cluster_cpus=8, cluster_gpus=1, calibration_steps=2, progress=lines.append
+    )
     assert plan.num_trials == 8
     assert plan.trials_per_gpu == 4  # gpu 0.25
     assert plan.concurrent == 4  # the one GPU bounds it, not the 8 CPUs
-    assert set(plan.kinds.values()) == {4} and len(plan.kinds) == 2  # beta_vae and ada_gvae
-    assert {c.kind for c in plan.calibrations} == set(plan.kinds)
-    assert all(c.seconds_per_step > 0 and c.eval_seconds > 0 for c in plan.calibrations)
+    assert set(plan.kinds.values()) == {2} and len(plan.kinds) == 4  # 2 objectives x 2 steps
+    # Two training groups (the objectives), one evaluation group (same data, split, code).
+    assert {g.objective for g in plan.training} == {"beta_vae", "ada_gvae"}
+    assert len(plan.evaluation) == 1 and not plan.costed_from
+    # A progress line per measurement, as it happened: two batch sizes and the per-image
+    # timings for the first group, the fits, then the second group's two batch sizes.
+    assert len(lines) == 6 and lines[0].startswith("calibrating 1/3 ")
+    assert "batch 1 on CPU" in lines[0] and "s/step at batch 8" in lines[1]
+    assert "metrics and probes at" in lines[3] and "calibrating 3/3 ada_gvae" in lines[4]
+    for kind, cost in plan.costs.items():
+        assert cost.training > 0 and cost.encoding > 0 and cost.fitting > 0, kind
+        assert cost.reconstruction > 0  # num_eval_images=32
+    # Training scales with steps, the evaluation does not.
+    for group, timing in plan.training.items():
+        short, long = (plan.costs[f"{group}, dittadi_hues/z4, {n} steps"] for n in (8, 80))
+        assert short.training == pytest.approx(8 * timing.seconds_per_step)
+        assert long.training == pytest.approx(10 * short.training)
+        assert long.seconds - long.training == pytest.approx(short.seconds - short.training)
     expected = sum(plan.trial_seconds[k] * n for k, n in plan.kinds.items()) / 3600
     assert plan.total_trial_hours == expected and plan.wall_hours == expected / 4
     text = format_plan(plan, "plan")
     assert "8 trials" in text and "4 trials at once" in text and "4 trials share a GPU" in text
+    if not torch.cuda.is_available():  # CI: the study asks for GPUs, none here
+        assert plan.device == "CPU"
+        assert "the study asks for GPUs" in text and "not GPU ones" in text
+    # No GPUs on the cluster: CPU figures, and nothing said of GPUs.
+    on_cpus = format_plan(dataclasses.replace(plan, gpus_asked=False, gpu=0.0), "plan")
+    assert "timed on this machine's CPU" in on_cpus and "GPU" not in on_cpus.split("how:")[1]
 
     cpu_only = make_plan(spec, cluster_cpus=3, cluster_gpus=0, calibration_steps=None)
-    assert cpu_only.concurrent == 3 and cpu_only.gpu == 0 and not cpu_only.calibrations
+    assert cpu_only.concurrent == 3 and cpu_only.gpu == 0 and not cpu_only.training
+    assert not cpu_only.costs and sum(cpu_only.kinds.values()) == 8
+
+
+def test_extrapolation_by_hand() -> None:
+    # 0.10 s/step at batch 8, 0.25 at batch 32: 0.05 fixed + 0.00625 per image; at 64, 0.45.
+    step = Line.through(8, 0.10, 32, 0.25)
+    assert step.intercept == pytest.approx(0.05) and step.slope == pytest.approx(0.00625)
+    assert step.at(64) == pytest.approx(0.45)
+    # Noise made the larger run faster: flat at the larger timing, never falling.
+    assert Line.through(1, 3.0, 2, 2.0) == Line(3.0, 0.0)
+    with pytest.raises(ValueError, match="x1 < x2"):
+        Line.through(2, 1.0, 2, 1.0)
+    # Fits: 2 s at 1/20 of the sizes, 5 s at 1/5 -> 2 + (5-2)/(0.2-0.05) * (1-0.05) = 21 s.
+    fit = Line.through(0.05, 2.0, 0.2, 5.0)
+    # 10,000 pool images + 30,000 per unit of scale; encoding 1 ms/image + 0.5 s.
+    cost = trial_cost(
+        steps=1000,
+        batch_size=64,
+        step_line=step,
+        encode_line=Line(0.5, 0.001),
+        recon_line=Line(0.1, 0.002),
+        num_eval_images=500,
+        fit_line=fit,
+        images_line=Line(10_000, 30_000),
+    )
+    assert cost.training == pytest.approx(450.0)
+    assert cost.encoding == pytest.approx(0.5 + 40.0)
+    assert cost.reconstruction == pytest.approx(1.1)
+    assert cost.fitting == pytest.approx(21.0)
+    assert cost.seconds == pytest.approx(450 + 40.5 + 1.1 + 21)
+    # No eval images, no images to encode (gt_decoder): those parts cost nothing.
+    none = trial_cost(10, 8, step, Line(0.5, 0.001), Line(0.1, 0.002), 0, fit, Line.zero())
+    assert none.encoding == 0 and none.reconstruction == 0
+
+    ev = EvaluationConfig(num_train=1000, num_test=500, probe_train=300, probe_test=100)
+    small = scaled_evaluation(ev, 0.05)
+    assert (small.num_train, small.num_test, small.probe_train, small.probe_test) == (
+        50,
+        25,
+        20,  # 15, raised to the field's minimum
+        10,  # 5, raised to the field's minimum
+    )
+    assert small.num_eval_images == 50 and small.metrics == ev.metrics
+    assert scaled_evaluation(ev.model_copy(update={"num_eval_images": 0}), 0.5).num_eval_images == 0
 
 
 def test_plan_command_without_calibration() -> None:
@@ -34,6 +112,24 @@ def test_plan_command_without_calibration() -> None:
     )
     assert result.exit_code == 0, result.output
     assert "8 trials" in result.output and "8 trials at once" in result.output
+    assert "calibrating" not in result.output and "estimate:" not in result.output
+
+
+SHIPPED = sorted((ROOT / "search_spaces").glob("*.yaml"))
+
+
+@pytest.mark.heavy
+@pytest.mark.parametrize("spec", SHIPPED, ids=[p.stem for p in SHIPPED])
+def test_plan_of_every_shipped_study_ends_within_its_budget(spec: Path) -> None:
+    """`raystudy plan` as a user runs it (GPUs on the cluster, as the big studies expect)."""
+    started = time.perf_counter()
+    result = CliRunner().invoke(app, ["plan", str(spec), "--gpus", "8"])
+    seconds = time.perf_counter() - started
+    assert result.exit_code == 0, result.output
+    assert f"Study '{spec.stem}'" in result.output
+    if "optuna" not in spec.read_text():
+        assert "calibrating 1/" in result.output and "estimate:" in result.output
+    assert seconds < 90, f"{spec.name}: plan took {seconds:.0f} s"
 
 
 # The UI itself (loopback only, serving the study's store) is tested once, in

@@ -1,0 +1,302 @@
+"""How big a study is and what it will cost, before running it.
+
+`make_plan` counts trials, fits them onto a cluster (trials per GPU, trials at once), and
+estimates trial-hours from a calibration in this process: each group of trials that cost the
+same (`raystudy.plan.groups`) is timed at small sizes (`raystudy.plan.calibrate`) and
+extrapolated to the trial's sizes (`raystudy.plan.extrapolate`), within a time budget. Groups
+beyond `max_groups` or the budget are costed from the calibrated group most like them, and the
+plan says which.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+import torch
+
+from raystudy.data import get_dataset
+from raystudy.models.factory import build
+from raystudy.plan.calibrate import (
+    FitTiming,
+    Progress,
+    StepTiming,
+    calibration_device,
+    device_name,
+    fitting_scales,
+    time_encoding,
+    time_fitting,
+    time_reconstruction,
+    time_steps,
+    timing_batches,
+    torch_threads,
+)
+from raystudy.plan.extrapolate import Line, TrialCost, trial_cost
+from raystudy.plan.groups import EvaluationGroup, TrainingGroup, kind_label
+from raystudy.scoring import build_split
+from raystudy.spec import StudySpec, TrialConfig
+
+
+@dataclass(frozen=True)
+class TrainingTiming:
+    group: TrainingGroup
+    timings: tuple[StepTiming, StepTiming]
+    step: Line  # seconds per step, by batch size
+    encode: Line  # seconds to render and encode, by images
+    recon: Line  # seconds of eval/*, by images
+
+    @property
+    def seconds_per_step(self) -> float:
+        return self.step.at(self.group.batch_size)
+
+
+@dataclass
+class Plan:
+    num_trials: int
+    cpu: float
+    gpu: float
+    cluster_cpus: float
+    cluster_gpus: float
+    concurrent: int
+    trials_per_gpu: int | None
+    kinds: Counter[str] = field(default_factory=Counter)
+    costs: dict[str, TrialCost] = field(default_factory=dict)
+    training: dict[TrainingGroup, TrainingTiming] = field(default_factory=dict)
+    evaluation: dict[EvaluationGroup, FitTiming] = field(default_factory=dict)
+    #: Groups not calibrated -> the calibrated group each was costed from.
+    costed_from: dict[str, str] = field(default_factory=dict)
+    device: str | None = None  # what the calibration ran on
+    gpus_asked: bool = False
+    threads: int = 1
+    calibration_seconds: float = 0.0
+
+    @property
+    def trial_seconds(self) -> dict[str, float]:
+        return {kind: cost.seconds for kind, cost in self.costs.items()}
+
+    @property
+    def total_trial_hours(self) -> float:
+        return sum(self.trial_seconds[k] * n for k, n in self.kinds.items()) / 3600
+
+    @property
+    def wall_hours(self) -> float:
+        return self.total_trial_hours / max(1, self.concurrent)
+
+
+Group = TypeVar("Group", TrainingGroup, EvaluationGroup)
+
+
+def _nearest(group: Group, calibrated: list[Group]) -> Group:
+    return max(calibrated, key=group.likeness)
+
+
+def make_plan(
+    spec: StudySpec,
+    cluster_cpus: float,
+    cluster_gpus: float = 0.0,
+    calibration_steps: int | None = 3,
+    max_groups: int = 8,
+    budget_s: float = 40.0,
+    fit_points: int = 200,
+    progress: Progress | None = None,
+) -> Plan:
+    """The study's plan on a cluster; with `calibration_steps`, its cost too, from up to
+    `max_groups` training groups and as many evaluation groups, timed in about `budget_s`
+    seconds (the first of each kind is timed whatever the budget). `fit_points`: the largest
+    sample the metrics and probes are timed at. `progress` hears each measurement."""
+    # Caught here too for callers other than the CLI: 0 steps would time nothing.
+    if calibration_steps is not None and calibration_steps < 1:
+        raise ValueError(f"calibration_steps must be at least 1, got {calibration_steps}")
+    if not cluster_cpus > 0 or cluster_gpus < 0:
+        raise ValueError(
+            f"a cluster needs CPUs > 0 and GPUs >= 0, got {cluster_cpus:g} and {cluster_gpus:g}"
+        )
+    trials = spec.trials() if spec.search.method != "optuna" else []
+    n = spec.num_trials()
+    cpu, gpu = spec.resources.cpu, spec.resources.gpu if cluster_gpus else 0.0
+    by_cpu = math.floor(cluster_cpus / cpu) if cpu else n
+    by_gpu = math.floor(cluster_gpus / gpu) if gpu else by_cpu
+    plan = Plan(
+        num_trials=n,
+        cpu=cpu,
+        gpu=gpu,
+        cluster_cpus=cluster_cpus,
+        cluster_gpus=cluster_gpus,
+        concurrent=max(0, min(by_cpu, by_gpu, n)),
+        trials_per_gpu=math.floor(1 / gpu) if gpu else None,
+        gpus_asked=gpu > 0,
+        threads=max(1, int(cpu)),
+    )
+    if not trials:
+        return plan
+    _Calibration(plan, trials, calibration_steps, max_groups, budget_s, fit_points, progress).run()
+    return plan
+
+
+class _Calibration:
+    """One plan's calibration: groups the trials, times the groups most trials belong to
+    first, and costs every kind of trial from its groups' timings."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        trials: list[TrialConfig],
+        steps: int | None,
+        max_groups: int,
+        budget_s: float,
+        fit_points: int,
+        progress: Progress | None,
+    ) -> None:
+        self.plan, self.steps, self.max_groups = plan, steps, max_groups
+        self.budget_s, self.fit_points = budget_s, fit_points
+        self.say: Progress = progress or (lambda _line: None)
+        self.examples: dict[str, tuple[TrialConfig, TrainingGroup, EvaluationGroup]] = {}
+        num_factors: dict[str, int] = {}
+        for trial in trials:
+            name = trial.dataset.name
+            if name not in num_factors:
+                num_factors[name] = get_dataset(name, **trial.dataset.options).factors.num_factors
+            tg = TrainingGroup.of(trial)
+            eg = EvaluationGroup.of(trial, num_factors[name])
+            kind = kind_label(tg, eg, trial.train.steps)
+            plan.kinds[kind] += 1
+            self.examples.setdefault(kind, (trial, tg, eg))
+        self.device = calibration_device(plan.gpus_asked)
+        self.models: dict[tuple[str, str], tuple[Line, Line]] = {}  # encode, recon lines
+
+    def run(self) -> None:
+        if self.steps is None:
+            return
+        plan = self.plan
+        plan.device = device_name(self.device)
+        # The groups of the most trials first: where the budget ends, most trials are timed.
+        train_n: Counter[TrainingGroup] = Counter()
+        eval_n: Counter[EvaluationGroup] = Counter()
+        for kind, (_, tg, eg) in self.examples.items():
+            train_n[tg] += plan.kinds[kind]
+            eval_n[eg] += plan.kinds[kind]
+        trains = [g for g, _ in train_n.most_common(self.max_groups)]
+        evals = [g for g, _ in eval_n.most_common(self.max_groups)]
+        todo = [g for pair in itertools.zip_longest(trains, evals) for g in pair if g is not None]
+        started = time.perf_counter()
+        with torch_threads(plan.threads):
+            for i, group in enumerate(todo, 1):
+                spent = time.perf_counter() - started
+                timed = plan.training if isinstance(group, TrainingGroup) else plan.evaluation
+                if timed and spent >= self.budget_s:
+                    self.say(f"calibration budget ({self.budget_s:.0f} s) spent: {group} not timed")
+                    continue
+                share = (self.budget_s - spent) / (len(todo) - i + 1)
+                prefix = f"calibrating {i}/{len(todo)} {group}"
+                if isinstance(group, TrainingGroup):
+                    plan.training[group] = self._time_training(group, share, prefix)
+                else:
+                    plan.evaluation[group] = self._time_evaluation(group, prefix)
+        plan.calibration_seconds = time.perf_counter() - started
+        for kind, (trial, tg, eg) in self.examples.items():
+            plan.costs[kind] = self._cost(trial, tg, eg)
+
+    def _example(self, group: TrainingGroup | EvaluationGroup) -> TrialConfig:
+        index = 1 if isinstance(group, TrainingGroup) else 2
+        return next(ex[0] for ex in self.examples.values() if ex[index] == group)
+
+    def _time_training(self, group: TrainingGroup, budget_s: float, prefix: str) -> TrainingTiming:
+        config = self._example(group)
+        dataset = get_dataset(config.dataset.name, **config.dataset.options)
+        split = build_split(config, dataset)
+        torch.manual_seed(0)
+        model, objective = build(
+            config.model, dataset.channels, dataset.resolution, dataset.factors.num_factors
+        )
+        model = model.to(self.device)
+        assert self.steps is not None
+        where = f"on {device_name(self.device)}, {self.plan.threads} thread(s)"
+        small, _ = timing_batches(group.batch_size, None, budget_s, self.steps, self.device)
+        args = (model, objective, dataset, split, config.train)
+        first = time_steps(*args, small, self.steps, budget_s / 3, self.device)
+        self.say(
+            f"{prefix}: batch {small} {where}: warm-up {first.warmup_seconds:.1f} s, "
+            f"{first.steps} steps {first.seconds_per_step:.2f} s/step"
+        )
+        # The first warm-up step of a process pays for more than its shape: not a guide.
+        _, large = timing_batches(
+            group.batch_size, first.seconds_per_step, budget_s / 2, self.steps, self.device
+        )
+        # On a CPU only a process's first step pays extra (not each shape's): no warm-up.
+        gpu = self.device.type == "cuda"
+        # Steps that fit a third of the budget if a step grew with its batch (an upper bound).
+        predicted = first.seconds_per_step * large / small
+        steps = max(1, min(self.steps, int(budget_s / 3 / max(predicted, 1e-6))))
+        second = time_steps(*args, large, steps, budget_s / 3, self.device, warmup=gpu)
+        step = Line.through(small, first.seconds_per_step, large, second.seconds_per_step)
+        how = "measured" if large == group.batch_size else "extrapolated"
+        self.say(
+            f"{prefix}: batch {large}: {second.steps} "
+            f"steps {second.seconds_per_step:.2f} s/step -> {step.at(group.batch_size):.2f} "
+            f"s/step at batch {group.batch_size} ({how})"
+        )
+        key = (group.architecture, group.dataset)
+        if key not in self.models:
+            sizes = (64, 256) if self.device.type == "cuda" else (8, 32)
+            encode = time_encoding(model, dataset, split, self.device, sizes)
+            n_eval = config.evaluation.num_eval_images
+            recon = (
+                time_reconstruction(model, dataset, split, config, self.device, sizes)
+                if n_eval
+                else Line.zero()
+            )
+            self.models[key] = (encode, recon)
+            self.say(
+                f"{prefix}: encoding {sizes[0]} and {sizes[1]} images: "
+                f"{encode.slope * 1000:.1f} ms/image; eval/* of as many: "
+                f"{recon.slope * 1000:.1f} ms/image"
+            )
+        return TrainingTiming(group, (first, second), step, *self.models[key])
+
+    def _time_evaluation(self, group: EvaluationGroup, prefix: str) -> FitTiming:
+        config = self._example(group)
+        dataset = get_dataset(config.dataset.name, **config.dataset.options)
+        split = build_split(config, dataset)
+        scales = fitting_scales(config, self.fit_points)
+        timing = time_fitting(
+            config,
+            dataset,
+            split,
+            group.width,
+            group.factor_sized,
+            group.code_is_ground_truth,
+            scales,
+            self.plan.threads,
+        )
+        self.say(
+            f"{prefix}: metrics and probes at {scales[0]:.3g} and {scales[1]:.3g} of the "
+            f"sample sizes: {timing.seconds[0]:.1f} s and {timing.seconds[1]:.1f} s -> "
+            f"{timing.fit.at(1.0):.0f} s of fits and {timing.images.at(1.0):,.0f} images to "
+            "encode at full size"
+        )
+        return timing
+
+    def _cost(self, trial: TrialConfig, tg: TrainingGroup, eg: EvaluationGroup) -> TrialCost:
+        plan = self.plan
+        if tg not in plan.training:
+            source = _nearest(tg, list(plan.training))
+            plan.costed_from[str(tg)] = str(source)
+        training = plan.training[tg if tg in plan.training else source]
+        if eg not in plan.evaluation:
+            near = _nearest(eg, list(plan.evaluation))
+            plan.costed_from[str(eg)] = str(near)
+        fit = plan.evaluation[eg if eg in plan.evaluation else near]
+        return trial_cost(
+            trial.train.steps,
+            tg.batch_size,
+            training.step,
+            training.encode,
+            training.recon,
+            trial.evaluation.num_eval_images,
+            fit.fit,
+            fit.images,
+        )

@@ -1,0 +1,92 @@
+"""A plan as text: the placement, the cost per kind of trial, and how it was measured."""
+
+from __future__ import annotations
+
+from raystudy.plan.estimate import Plan
+
+#: Kinds listed one per line; the rest are summed in one line.
+SHOWN_KINDS = 12
+
+HOW = (
+    "  how: seconds per training step from a few steps after a warm-up step at two batch "
+    "sizes, a line in the batch size; the evaluation from its parts: rendering + encoding "
+    "and eval/* timed on a few dozen images (per-image line), the metrics' and probes' fits "
+    "timed on stand-in codes at two fractions of the sample sizes and extrapolated linearly "
+    "to all of them (fits growing like n log n come out ~1.3x low at 10,000 points)"
+)
+
+
+def device_note(plan: Plan) -> str:
+    """What the figures were timed on, and how they read where the trials will run."""
+    where = f"timed on this machine's {plan.device} with {plan.threads} thread(s) per trial"
+    if plan.gpus_asked and plan.device == "CPU":
+        return (
+            f"{where}; the study asks for GPUs, where these models train several times "
+            "faster, so read these as CPU figures, not GPU ones"
+        )
+    if plan.gpus_asked and plan.trials_per_gpu and plan.trials_per_gpu > 1:
+        return (
+            f"{where}, one trial alone on it; {plan.trials_per_gpu} trials share a GPU in "
+            "the study and each may run slower"
+        )
+    return where
+
+
+def format_plan(plan: Plan, name: str) -> str:
+    lines = [f"Study {name!r}: {plan.num_trials} trials"]
+    lines.append(
+        f"  each trial asks for {plan.cpu:g} CPU"
+        + (f" and {plan.gpu:g} GPU" if plan.gpu else "")
+        + (f" ({plan.trials_per_gpu} trials share a GPU)" if plan.trials_per_gpu else "")
+    )
+    lines.append(
+        f"  on {plan.cluster_cpus:g} CPUs / {plan.cluster_gpus:g} GPUs: "
+        f"{plan.concurrent} trials at once"
+    )
+    if plan.kinds:
+        lines.append(
+            "  trial kinds (objective/architecture/dataset/batch, split/code width, steps):"
+        )
+        ranked = plan.kinds.most_common()
+        for kind, count in ranked[:SHOWN_KINDS]:
+            cost = plan.costs.get(kind)
+            text = (
+                f"  ~{cost.seconds:,.0f} s per trial (training {cost.training:,.0f} s, "
+                f"encoding {cost.encoding:,.0f} s, eval/* {cost.reconstruction:,.0f} s, "
+                f"fits {cost.fitting:,.0f} s)"
+                if cost is not None
+                else ""
+            )
+            lines.append(f"    {count:5d} x {kind}{text}")
+        if len(ranked) > SHOWN_KINDS:
+            rest = ranked[SHOWN_KINDS:]
+            lines.append(f"    {sum(n for _, n in rest):5d} trials of {len(rest)} more kinds")
+    if plan.device is not None:
+        lines.append(f"  calibrated in {plan.calibration_seconds:.0f} s:")
+        for group, t in plan.training.items():
+            small, large = (s.batch_size for s in t.timings)
+            lines.append(
+                f"    training {group}: {t.seconds_per_step:.3g} s/step "
+                f"(timed at batch {small} and {large}); encoding {t.encode.slope * 1000:.2g} "
+                f"ms/image, eval/* {t.recon.slope * 1000:.2g} ms/image"
+            )
+        for group, f in plan.evaluation.items():
+            low, high = f.scales
+            lines.append(
+                f"    evaluation {group}: fits {f.fit.at(1.0):,.1f} s and "
+                f"{f.images.at(1.0):,.0f} images to encode at full size (timed at "
+                f"{low:.3g} and {high:.3g} of the sample sizes)"
+            )
+        for group, source in plan.costed_from.items():
+            lines.append(f"    {group}: not timed (group cap or time budget), costed as {source}")
+        lines.append(HOW)
+        lines.append(f"  {device_note(plan)}")
+    if plan.costs:
+        hours = plan.total_trial_hours
+        resource = "GPU" if plan.gpu else "CPU"
+        share = plan.gpu if plan.gpu else plan.cpu
+        lines.append(
+            f"  estimate: {hours:.1f} trial-hours = {hours * share:.1f} {resource}-hours; "
+            f"~{plan.wall_hours:.1f} h wall with {plan.concurrent} at once"
+        )
+    return "\n".join(lines)
