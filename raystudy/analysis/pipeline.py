@@ -20,6 +20,7 @@ from raystudy.analysis.columns import disentanglement_columns, downstream_column
 from raystudy.analysis.correlations import correlation_table, transfer_correlations
 from raystudy.analysis.errors import AnalysisError
 from raystudy.analysis.figures import StudyFigure, study_figures
+from raystudy.analysis.findings import findings_table
 from raystudy.analysis.groups import trial_groups, with_supervision
 from raystudy.analysis.r2_table import r2_modularity, r2_table
 from raystudy.analysis.report import ReportFigure, ReportInputs, render_report
@@ -34,6 +35,7 @@ from raystudy.analysis.results import (
 )
 from raystudy.analysis.selection import selection_table
 
+FINDINGS_FILE = "findings.csv"
 CORRELATIONS_FILE = "correlations.csv"
 PROXY_FILE = "unsupervised_vs_disentanglement.csv"
 SELECTION_FILE = "selection.csv"
@@ -80,6 +82,9 @@ class Analysis:
     #: and between objectives; empty (and not written) with under two metrics / objectives.
     agreement: pd.DataFrame = field(default_factory=pd.DataFrame)
     spread: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: The papers' questions this study answers, one row each (`raystudy.analysis.findings`);
+    #: written even when empty, since no question answered is itself a finding.
+    findings: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def status_counts(self) -> pd.Series:
@@ -133,6 +138,14 @@ def compute(
         seed=settings.seed,
         min_trials=settings.min_trials,
     )
+    findings = findings_table(
+        done,
+        correlations,
+        proxy,
+        n_boot=settings.n_boot,
+        seed=settings.seed,
+        min_trials=settings.min_trials,
+    )
     say("model selection and the metrics' agreement")
     selection = selection_table(done, groups, min_trials=settings.min_trials)
     agreement = metric_agreement(
@@ -151,6 +164,7 @@ def compute(
         modularity,
         agreement,
         objective_spread(done),
+        findings,
     )
 
 
@@ -162,13 +176,14 @@ def write_analysis(
     planned_trials: int,
     spec_text: str = "",
 ) -> list[Path]:
-    """Every output file in `folder`: results.parquet, the CSV tables (the R^2 ones only for
-    a study of Schott splits, the agreement ones only with two metrics or objectives), the
-    PNGs, report.html."""
+    """Every output file in `folder`: results.parquet, findings.csv and the other CSV tables
+    (the R^2 ones only for a study of Schott splits, the agreement ones only with two metrics
+    or objectives), the PNGs, report.html."""
     folder.mkdir(parents=True, exist_ok=True)
     files = [folder / RESULTS_FILE]
     analysis.frame.to_parquet(files[0], index=False)
     for name, table in (
+        (FINDINGS_FILE, analysis.findings),
         (CORRELATIONS_FILE, analysis.correlations),
         (PROXY_FILE, analysis.proxy_correlations),
         (SELECTION_FILE, analysis.selection),
@@ -201,6 +216,7 @@ def write_analysis(
     report = render_report(
         ReportInputs(
             study=study,
+            findings=analysis.findings,
             status_counts=analysis.status_counts,
             planned_trials=planned_trials,
             unfinished=analysis.unfinished,

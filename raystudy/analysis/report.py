@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from raystudy.analysis.correlations import pivot
+from raystudy.analysis.findings import NO_FINDINGS, finding_parts
 from raystudy.analysis.selection import regret_pivot
 
 STYLE = """
@@ -30,6 +31,7 @@ figcaption { font-size: 13px; color: #444; max-width: 60em; }
 pre { background: #f7f7f7; padding: .8em; overflow-x: auto; font-size: 12px; }
 details summary { cursor: pointer; font-weight: 600; margin: .4em 0; }
 .scroll { overflow-x: auto; }
+ul.findings li { margin: .3em 0; max-width: 70em; }
 """
 
 
@@ -61,6 +63,8 @@ class ReportInputs:
     #: `r2_table.csv` and `r2_modularity.csv`; empty for a study of no Schott split.
     r2: pd.DataFrame = field(default_factory=pd.DataFrame)
     r2_modularity: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: `findings.csv`: the papers' questions this study answers, shown first.
+    findings: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def _e(value: object) -> str:
@@ -204,6 +208,25 @@ def r2_html(r2: pd.DataFrame, modularity: pd.DataFrame) -> str:
     return "".join(parts)
 
 
+def findings_html(findings: pd.DataFrame) -> str:
+    """The Findings section: one line per answered question (`finding_line`), its verdict
+    in bold; a note when the study answers none."""
+    intro = (
+        '<h2>Findings</h2><p class="note">The questions of Dittadi et al. (2021) this study\'s '
+        "trials can answer, from its own numbers (<code>findings.csv</code>): rho or a "
+        "difference with its 95% bootstrap interval and n; <i>inconclusive</i> where the "
+        "interval holds 0. MAE is an error, so disentanglement that helps transfer has "
+        "rho &lt; 0. Beside each, what the paper reported.</p>"
+    )
+    if findings.empty:
+        return f'{intro}<p class="note">{_e(NO_FINDINGS)}</p>'
+    items = []
+    for _, row in findings.iterrows():
+        question, answer, rest = finding_parts(row)
+        items.append(f"<li>{_e(question)} <b>{_e(answer)}</b>: {_e(rest)}</li>")
+    return f'{intro}<ul class="findings">{"".join(items)}</ul>'
+
+
 def _groups(table: pd.DataFrame) -> list[str]:
     return list(pd.unique(table["group"])) if not table.empty else []
 
@@ -253,6 +276,7 @@ def render_report(inputs: ReportInputs) -> str:
     body = f"""
 <h1>Study <code>{_e(inputs.study)}</code>: analysis</h1>
 <p class="note">{_e(settings)}</p>
+{findings_html(inputs.findings)}
 <h2>Runs</h2>
 <p>{finished} of {inputs.planned_trials} planned trials finished; only finished trials are
 analysed. Runs by MLflow status:</p>

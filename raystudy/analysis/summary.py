@@ -7,7 +7,14 @@ import pandas as pd
 
 from raystudy.analysis.columns import HELDOUT_NLL
 from raystudy.analysis.correlations import format_table, pivot
-from raystudy.analysis.pipeline import MODULARITY_FILE, R2_FILE, REPORT_FILE, StudyAnalysis
+from raystudy.analysis.findings import NO_FINDINGS, finding_lines
+from raystudy.analysis.pipeline import (
+    FINDINGS_FILE,
+    MODULARITY_FILE,
+    R2_FILE,
+    REPORT_FILE,
+    StudyAnalysis,
+)
 
 
 def format_summary(result: StudyAnalysis) -> str:
@@ -29,11 +36,22 @@ def format_summary(result: StudyAnalysis) -> str:
     if result.parent_run_id:
         lines.append(f"Logged to the parent MLflow run {result.parent_run_id} under analysis/")
     lines.append(f"Report: {(result.folder / REPORT_FILE).as_uri()}")
+    lines += ["", _findings(a.findings)]
     lines += ["", _correlations(a.correlations, a.settings.min_trials), ""]
     lines.append(_regret(a.selection))
     if not a.r2.empty:
         lines += ["", _r2(a.r2, a.r2_modularity)]
     return "\n".join(lines)
+
+
+def _findings(findings: pd.DataFrame) -> str:
+    """The report's Findings section as plain lines (the same sentences)."""
+    head = (
+        f"Findings ({FINDINGS_FILE}): the papers' questions, answered from this study's trials "
+        "(95% bootstrap intervals; inconclusive where the interval holds 0)"
+    )
+    body = finding_lines(findings) if not findings.empty else [NO_FINDINGS]
+    return "\n".join([head, *(f"  {line}" for line in body)])
 
 
 def _r2(r2: pd.DataFrame, modularity: pd.DataFrame) -> str:

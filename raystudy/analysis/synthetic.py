@@ -109,6 +109,52 @@ def planted_results(
     return pd.concat([head, frame, tags], axis=1)
 
 
+#: Scenarios of `planted_effects`: Dittadi et al.'s OOD1 and OOD2 kinds (ood2_b: real images).
+EFFECT_SCENARIOS = ("ood1_a", "ood2_a", "ood2_b")
+
+
+def planted_effects(
+    n_per_group: int = 40,
+    *,
+    weak_effect: float = 0.3,
+    noise_effect: float = 0.1,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """A finished results table whose Findings are known: `n_per_group` unsupervised
+    (beta_vae) and as many weakly supervised (ada_gvae) trials, half of each with input noise.
+
+    `dis/dci_d` is uniform on [0, 0.6] plus `weak_effect` for weak trials, so the population
+    difference of mean DCI-D (weak - unsupervised) is `weak_effect`. Every transfer error falls
+    with DCI-D (MAE = 0.3 - 0.2 DCI-D + N(0, 0.02^2)); the OOD2 ones (`ood2_a`, `ood2_b`) are
+    `noise_effect` lower with input noise. The reconstruction NLL falls with DCI-D, so the ELBO
+    rises with it."""
+    rng = np.random.default_rng(seed)
+    total = 2 * n_per_group
+    weak = np.arange(total) >= n_per_group
+    noise = np.arange(total) % 2 == 1
+    dci = rng.uniform(0.0, 0.6, size=total) + weak_effect * weak
+    recon = 100.0 - 50.0 * dci + 2.0 * rng.normal(size=total)
+    frame = pd.DataFrame(
+        {
+            "status": "FINISHED",
+            RUN_NAME: [f"{i:04d}" for i in range(total)],
+            "params.model.objective": np.where(weak, "ada_gvae", "beta_vae"),
+            "params.train.input_noise": np.where(noise, "True", "False"),
+            "params.split": "dittadi_hues",
+            "metrics.dis/dci_d": dci,
+            "metrics.dis/mig": 0.5 * dci + 0.05 * rng.normal(size=total),
+            "metrics.eval/recon": recon,
+            "metrics.eval/elbo": -(recon + 10.0),
+        }
+    )
+    for scenario, probe in itertools.product(EFFECT_SCENARIOS, PROBES):
+        mae = 0.3 - 0.2 * dci + 0.02 * rng.normal(size=total)
+        if scenario.startswith("ood2"):
+            mae = mae - noise_effect * noise
+        frame[f"metrics.transfer/{scenario}/{probe}/mae"] = mae
+    return frame
+
+
 #: Factors of the Schott-style table; `shape` is kept whole, as on dSprites.
 SCHOTT_FACTORS = ("shape", "scale", "orientation", "pos_x", "pos_y")
 #: Splits whose scenarios include one `single_<factor>` per split factor.
