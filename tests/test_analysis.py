@@ -214,6 +214,12 @@ def test_write_analysis_files_figures_and_a_self_contained_report(tmp_path: Path
     files = write_analysis(analysis, tmp_path, study="planted", planned_trials=81, spec_text="x: 1")
     names = {f.name for f in files}
     assert {"results.parquet", "correlations.csv", "selection.csv", "report.html"} <= names
+    # the Findings of two splits' cells: each question per cell, as correlations.csv has them
+    findings = pd.read_csv(tmp_path / "findings.csv")
+    assert len(findings) == len(analysis.findings) > 0
+    assert {"ood1_a@montero_element", "ood1_a@montero_range"} <= set(
+        findings["y"].str.split("/").str[1]
+    )
     pngs = sorted(tmp_path.glob("*.png"))
     assert len(pngs) == 9 and all(_is_png(p) for p in pngs)
     # every figure but Schott et al.'s R^2 (no schott_* split here) is drawn

@@ -133,8 +133,12 @@ def findings_table(
 def disentanglement_metric(frame: pd.DataFrame) -> str | None:
     """The column the questions use: DCI's D (`dis/dci_d`, the score of Dittadi et al.'s
     figures), else the first other disentanglement score the trials logged; None when none."""
-    logged = [c for c in disentanglement_columns(frame) if frame[c].notna().any()]
+    logged = [c for c in disentanglement_columns(frame) if np.isfinite(_values(frame, c)).any()]
     return metric(GBT_D) if metric(GBT_D) in logged else next(iter(logged), None)
+
+
+def _values(frame: pd.DataFrame, column: str) -> NDArray[np.float64]:
+    return frame[column].to_numpy(dtype=np.float64, na_value=np.nan)
 
 
 def verdict(low: float, high: float, yes_if: str) -> str:
@@ -188,9 +192,11 @@ def _weak_rows(
     """Weak minus unsupervised mean disentanglement, when both groups have min_trials."""
     if SUPERVISION not in frame.columns:
         return
-    scores = frame[dis].astype("float64")
-    weak = scores[(frame[SUPERVISION] == "weak") & scores.notna()].to_numpy()
-    unsupervised = scores[(frame[SUPERVISION] == "unsupervised") & scores.notna()].to_numpy()
+    # A score logged as +-inf is left out like a missing one, as in every other table.
+    scores = _values(frame, dis)
+    kinds = frame[SUPERVISION].to_numpy()
+    weak = scores[(kinds == "weak") & np.isfinite(scores)]
+    unsupervised = scores[(kinds == "unsupervised") & np.isfinite(scores)]
     if min(weak.size, unsupervised.size) < max(min_trials, 1):
         return
     rng = np.random.default_rng([seed, zlib.crc32(WEAK_RAISES_DIS.encode())])
