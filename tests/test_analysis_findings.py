@@ -82,6 +82,7 @@ def test_a_planted_weak_effect_is_found_with_its_sign_and_inside_its_interval(
     assert weak["verdict"] == "yes" and weak["value"] > 0
     assert weak["ci_low"] < WEAK_EFFECT < weak["ci_high"]
     assert (weak["n"], weak["n_text"], weak["y"]) == (80, "40 + 40", "dis/dci_d")
+    pd.testing.assert_frame_equal(_tables(planted)[0], findings)  # seeded: the same again
     # input noise planted to lower every OOD2 error: yes per OOD2 scenario and probe
     noise = findings[findings["question"] == NOISE_OOD2]
     assert sorted(noise["y"]) == sorted(
