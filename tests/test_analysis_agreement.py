@@ -61,6 +61,10 @@ def test_spread_is_the_sd_of_objective_means_beside_the_pooled_within_sd() -> No
     assert (sap["best_objective"], sap["best_beaten_by"]) == ("b", "1/3")
     assert sap["within_sd"] > sap["between_sd"]  # the seeds move it more than the objective
     assert objective_spread(frame.assign(**{"params.model.objective": "a"})).empty
+    # An infinite score counts as missing, not as a value that makes every sd infinite.
+    inf = frame.assign(**{"metrics.dis/mig": [0.1, 0.2, 0.3, 0.5, 0.6, np.inf]})
+    row = objective_spread(inf).set_index("metric").loc["dis/mig"]
+    assert row["trials"] == 5 and np.isfinite(row["between_sd"]) and np.isfinite(row["within_sd"])
 
 
 def test_analyze_writes_the_agreement_tables_and_figures_only_where_they_apply(

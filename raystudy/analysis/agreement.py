@@ -76,7 +76,8 @@ def objective_spread(frame: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=SPREAD_COLUMNS)
     rows = []
     for column in headline_columns(frame):
-        scores = frame[[OBJECTIVE, column]].dropna()
+        # An infinite score (logged as +-inf) is left out like a missing one.
+        scores = frame[[OBJECTIVE, column]].replace([np.inf, -np.inf], np.nan).dropna()
         by = scores.groupby(OBJECTIVE)[column]
         if by.ngroups < 2:
             continue
