@@ -203,7 +203,12 @@ def plan(
         int, typer.Option(min=1, help="Training steps timed per batch size (after a warm-up).")
     ] = 3,
     budget: Annotated[
-        float, typer.Option(min=1, help="Seconds the calibration may take, about.")
+        float,
+        typer.Option(
+            min=1,
+            help="Seconds the calibration may take: groups whose timing would overrun it are "
+            "costed as the most similar group timed (the first of each kind is always timed).",
+        ),
     ] = 40.0,
 ) -> None:
     """Trial count, resource plan and estimated cost of a study, before running it."""

@@ -37,7 +37,11 @@ def test_plan_places_trials_and_calibrates_each_group() -> None:
     # timings for the first group, the fits, then the second group's two batch sizes.
     assert len(lines) == 6 and lines[0].startswith("calibrating 1/3 ")
     assert "batch 1 on CPU" in lines[0] and "s/step at batch 8" in lines[1]
-    assert "metrics and probes at" in lines[3] and "calibrating 3/3 ada_gvae" in lines[4]
+    assert "metrics and 1 of 5 probe scenario(s) at" in lines[3]
+    assert "calibrating 3/3 ada_gvae" in lines[4]
+    # One scenario's probes timed, five costed: the images to encode are a count, exact.
+    (fits,) = plan.evaluation.values()
+    assert fits.scenarios == 5 and fits.images.at(1.0) == pytest.approx((120 + 60) + 5 * (80 + 40))
     for kind, cost in plan.costs.items():
         assert cost.training > 0 and cost.encoding > 0 and cost.fitting > 0, kind
         assert cost.reconstruction > 0  # num_eval_images=32
@@ -57,6 +61,23 @@ def test_plan_places_trials_and_calibrates_each_group() -> None:
     # No GPUs on the cluster: CPU figures, and nothing said of GPUs.
     on_cpus = format_plan(dataclasses.replace(plan, gpus_asked=False, gpu=0.0), "plan")
     assert "timed on this machine's CPU" in on_cpus and "GPU" not in on_cpus.split("how:")[1]
+
+    # A budget spent by the first groups: the first of each kind is timed all the same, the
+    # next training group is costed as the one timed, and the progress and the plan say so.
+    lines.clear()
+    cut = make_plan(spec, 8, 1, calibration_steps=1, budget_s=0.01, progress=lines.append)
+    assert [g.objective for g in cut.training] == ["beta_vae"] and len(cut.evaluation) == 1
+    skipped = "ada_gvae/conv/color_dsprites/b8"
+    assert cut.costed_from == {skipped: "beta_vae/conv/color_dsprites/b8"}
+    assert "time budget" in cut.not_timed[skipped] and "of 0 s left" in cut.not_timed[skipped]
+    assert (
+        lines[-1].startswith("calibrating 3/3 ada_gvae") and "not timed (time budget" in lines[-1]
+    )
+    cut_text = format_plan(cut, "plan")
+    assert f"{skipped}: not timed (time budget: ~" in cut_text
+    assert "costed as beta_vae/conv/color_dsprites/b8" in cut_text
+    beta, ada = (k for k in cut.kinds if k.endswith("8 steps"))
+    assert cut.costs[beta] == cut.costs[ada]  # the same timings, the same figures
 
     cpu_only = make_plan(spec, cluster_cpus=3, cluster_gpus=0, calibration_steps=None)
     assert cpu_only.concurrent == 3 and cpu_only.gpu == 0 and not cpu_only.training
