@@ -13,7 +13,8 @@ from typer.testing import CliRunner
 
 from raystudy.checks import load_spec
 from raystudy.cli import app
-from raystudy.plan import Line, format_plan, make_plan, scaled_evaluation, trial_cost
+from raystudy.plan import Line, Plan, format_plan, make_plan, scaled_evaluation, trial_cost
+from raystudy.plan.cache import CalibrationCache, cache_key
 from raystudy.spec import EvaluationConfig
 
 
@@ -82,6 +83,38 @@ def test_plan_places_trials_and_calibrates_each_group() -> None:
     cpu_only = make_plan(spec, cluster_cpus=3, cluster_gpus=0, calibration_steps=None)
     assert cpu_only.concurrent == 3 and cpu_only.gpu == 0 and not cpu_only.training
     assert not cpu_only.costs and sum(cpu_only.kinds.values()) == 8
+
+
+def test_a_second_plan_reads_its_timings_from_the_cache(tmp_path: Path) -> None:
+    spec = load_spec(SMOKE, tiny("plan", "evaluation.metrics=[mig]"))
+    path = tmp_path / "raystudy" / "plan-calibration.json"
+    lines: list[str] = []
+
+    def plan_with(cache: CalibrationCache, **options: bool) -> Plan:
+        lines.clear()
+        return make_plan(
+            spec, 8, 0, 1, budget_s=0.01, progress=lines.append, cache=cache, **options
+        )
+
+    first = plan_with(CalibrationCache(path))  # a miss: timed, and stored
+    assert path.exists() and not first.cached and not any("cached" in line for line in lines)
+    again = plan_with(CalibrationCache(path))  # a new process's read of the same file
+    assert set(again.cached) == {str(g) for g in [*first.training, *first.evaluation]}
+    assert again.costs == first.costs and again.training == first.training
+    assert sum("cached from 20" in line for line in lines) == 2
+    assert format_plan(again, "plan").count("(cached from 20") == 2
+    # --recalibrate: timed afresh, and the fresh timings stored in place of the old ones.
+    fresh = plan_with(CalibrationCache(path), recalibrate=True)
+    assert not fresh.cached and fresh.training != first.training
+    assert plan_with(CalibrationCache(path)).training == fresh.training
+    # Another machine's threads, device or method: another key, so a miss.
+    other = CalibrationCache(path)
+    (group,) = fresh.evaluation
+    assert other.get(cache_key(group, "CPU", 2, "1 steps, 200 fit points")) is None
+    assert other.get(cache_key(group, "CPU", 1, "1 steps, 200 fit points")) is not None
+    # A file that is not a cache is ignored (it only saves time), then overwritten.
+    path.write_text("not json")
+    assert not plan_with(CalibrationCache(path)).cached and CalibrationCache(path).entries
 
 
 def test_extrapolation_by_hand() -> None:

@@ -43,6 +43,7 @@ from raystudy.data import GroundTruthDataset, Scenario, Split
 from raystudy.metrics import INTERVENTION_METRICS
 from raystudy.models import VAE, Objective
 from raystudy.plan.extrapolate import Line, scaled_evaluation
+from raystudy.plan.groups import TrainingGroup
 from raystudy.scoring import encode_codes, model_representation, score_model, score_representation
 from raystudy.spec import EvaluationConfig, TrainConfig, TrialConfig
 from raystudy.training.loop import train
@@ -61,6 +62,17 @@ def device_name(device: torch.device) -> str:
     if device.type == "cuda":
         return f"GPU ({torch.cuda.get_device_name(device)})"
     return "CPU"
+
+
+def calibration_budget(command_s: float, reserve_s: float = 3.0) -> float:
+    """Seconds left for calibration when this process may take `command_s` in all: what its
+    start (imports of torch and sklearn: 5 s on an idle 2-core box, 35 s at load 6) has not
+    used, less `reserve_s` for costing and printing; at least 1 (the first group of each
+    kind is timed whatever is left)."""
+    import psutil
+
+    spent = time.time() - psutil.Process().create_time()
+    return max(1.0, command_s - spent - reserve_s)
 
 
 def calibration_threads(trial_threads: int, device: torch.device) -> int:
@@ -139,6 +151,20 @@ def time_steps(
         on_progress=lambda *_: stamps.append(_synchronised(device)),
     )
     return StepTiming(batch_size, warmup_s, steps, statistics.median(np.diff(stamps)))
+
+
+@dataclass(frozen=True)
+class TrainingTiming:
+    group: TrainingGroup
+    timings: tuple[StepTiming, StepTiming]
+    step: Line  # seconds per step, by batch size
+    encode: Line  # seconds to render and encode, by images
+    recon: Line  # seconds of eval/*, by images
+    calibration_seconds: float = 0.0  # what timing it took, wall
+
+    @property
+    def seconds_per_step(self) -> float:
+        return self.step.at(self.group.batch_size)
 
 
 def timing_batches(batch_size: int, step_s: float | None, budget_s: float,

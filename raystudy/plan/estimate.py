@@ -20,11 +20,13 @@ from typing import TypeVar
 import torch
 
 from raystudy.data import get_dataset
+from raystudy.models import OBJECTIVES
 from raystudy.models.factory import build
+from raystudy.plan.cache import CalibrationCache, cache_key, fitting_from, training_from
 from raystudy.plan.calibrate import (
     FitTiming,
     Progress,
-    StepTiming,
+    TrainingTiming,
     calibration_device,
     calibration_threads,
     device_name,
@@ -40,20 +42,6 @@ from raystudy.plan.extrapolate import Line, TrialCost, trial_cost
 from raystudy.plan.groups import EvaluationGroup, TrainingGroup, kind_label
 from raystudy.scoring import build_split
 from raystudy.spec import StudySpec, TrialConfig
-
-
-@dataclass(frozen=True)
-class TrainingTiming:
-    group: TrainingGroup
-    timings: tuple[StepTiming, StepTiming]
-    step: Line  # seconds per step, by batch size
-    encode: Line  # seconds to render and encode, by images
-    recon: Line  # seconds of eval/*, by images
-    calibration_seconds: float = 0.0  # what timing it took, wall
-
-    @property
-    def seconds_per_step(self) -> float:
-        return self.step.at(self.group.batch_size)
 
 
 @dataclass
@@ -77,6 +65,8 @@ class Plan:
     gpus_asked: bool = False
     threads: int = 1  # a trial's threads
     timed_threads: int = 1  # the calibration's (`calibration_threads`)
+    #: Groups whose timing was read from the cache -> when it was taken.
+    cached: dict[str, str] = field(default_factory=dict)
     budget_s: float = 0.0
     calibration_seconds: float = 0.0
 
@@ -109,13 +99,17 @@ def make_plan(
     budget_s: float = 40.0,
     fit_points: int = 200,
     progress: Progress | None = None,
+    cache: CalibrationCache | None = None,
+    recalibrate: bool = False,
 ) -> Plan:
     """The study's plan on a cluster; with `calibration_steps`, its cost too, from up to
     `max_groups` training groups and as many evaluation groups, timed within `budget_s`
     seconds: a group whose timing the budget's rest cannot hold (predicted from the most
     similar group timed) is not timed but costed as that group; the first of each kind is
     timed whatever the budget, at the least sizes. `fit_points`: the largest sample the
-    metrics and probes are timed at. `progress` hears each measurement."""
+    metrics and probes are timed at. `progress` hears each measurement. `cache`: timings of
+    earlier plans on this machine (`raystudy.plan.cache`), read unless `recalibrate`, and
+    written with every new timing."""
     # Caught here too for callers other than the CLI: 0 steps would time nothing.
     if calibration_steps is not None and calibration_steps < 1:
         raise ValueError(f"calibration_steps must be at least 1, got {calibration_steps}")
@@ -141,7 +135,11 @@ def make_plan(
     )
     if not trials:
         return plan
-    _Calibration(plan, trials, calibration_steps, max_groups, budget_s, fit_points, progress).run()
+    calibration = _Calibration(
+        plan, trials, calibration_steps, max_groups, budget_s, fit_points, progress
+    )
+    calibration.cache, calibration.recalibrate = cache, recalibrate
+    calibration.run()
     return plan
 
 
@@ -174,7 +172,9 @@ class _Calibration:
             plan.kinds[kind] += 1
             self.examples.setdefault(kind, (trial, tg, eg))
         self.device = calibration_device(plan.gpus_asked)
-        self.models: dict[tuple[str, str], tuple[Line, Line]] = {}  # encode, recon lines
+        self.models: dict[tuple[str, str, bool], tuple[Line, Line]] = {}  # encode, recon lines
+        self.cache: CalibrationCache | None = None
+        self.recalibrate = False
 
     def run(self) -> None:
         if self.steps is None:
@@ -202,6 +202,8 @@ class _Calibration:
                 left = deadline - time.perf_counter()
                 prefix = f"calibrating {i}/{len(todo)} {group}"
                 timed: dict = plan.training if isinstance(group, TrainingGroup) else plan.evaluation
+                if self._from_cache(group, prefix):
+                    continue
                 if timed:
                     # The budget is a hard one: a group whose timing would overrun it (as long
                     # as the most similar group's took) is costed as that group instead.
@@ -216,13 +218,39 @@ class _Calibration:
                         self.say(f"{prefix}: not timed ({why}), costed as {near}")
                         continue
                 share = max(0.0, left) / (len(todo) - i + 1)
+                timing: TrainingTiming | FitTiming
                 if isinstance(group, TrainingGroup):
-                    plan.training[group] = self._time_training(group, share, prefix)
+                    timing = plan.training[group] = self._time_training(group, share, prefix)
                 else:
-                    plan.evaluation[group] = self._time_evaluation(group, prefix)
+                    timing = plan.evaluation[group] = self._time_evaluation(group, prefix)
+                if self.cache is not None:
+                    self.cache.put(self._key(group), timing)
         plan.calibration_seconds = time.perf_counter() - started
         for kind, (trial, tg, eg) in self.examples.items():
             plan.costs[kind] = self._cost(trial, tg, eg)
+
+    def _key(self, group: TrainingGroup | EvaluationGroup) -> str:
+        settings = f"{self.steps} steps, {self.fit_points} fit points"
+        return cache_key(group, str(self.plan.device), self.plan.timed_threads, settings)
+
+    def _from_cache(self, group: TrainingGroup | EvaluationGroup, prefix: str) -> bool:
+        """Whether `group`'s timing was read from the cache (and then put in the plan)."""
+        if self.cache is None or self.recalibrate:
+            return False
+        hit = self.cache.get(self._key(group))
+        if hit is None:
+            return False
+        data, taken = hit
+        try:
+            if isinstance(group, TrainingGroup):
+                self.plan.training[group] = training_from(data, group)
+            else:
+                self.plan.evaluation[group] = fitting_from(data)
+        except (KeyError, TypeError, ValueError):
+            return False  # an entry of another shape: timed again, and overwritten
+        self.plan.cached[str(group)] = taken
+        self.say(f"{prefix}: cached from {taken} (--recalibrate to time it again)")
+        return True
 
     def _example(self, group: TrainingGroup | EvaluationGroup) -> TrialConfig:
         index = 1 if isinstance(group, TrainingGroup) else 2
@@ -264,10 +292,15 @@ class _Calibration:
             f"steps {second.seconds_per_step:.2f} s/step -> {step.at(group.batch_size):.2f} "
             f"s/step at batch {group.batch_size} ({how})"
         )
-        key = (group.architecture, group.dataset)
+        # gt_decoder's code is the factors: no encoder, nothing to encode (its evaluation
+        # group counts no images), and a model unlike any encoder's of its architecture.
+        truth = OBJECTIVES.get(group.objective).code_is_ground_truth
+        key = (group.architecture, group.dataset, truth)
         if key not in self.models:
             sizes = (64, 256) if self.device.type == "cuda" else (8, 32)
-            encode = time_encoding(model, dataset, split, self.device, sizes)
+            encode = (
+                Line.zero() if truth else time_encoding(model, dataset, split, self.device, sizes)
+            )
             n_eval = config.evaluation.num_eval_images
             recon = (
                 time_reconstruction(model, dataset, split, config, self.device, sizes)

@@ -39,6 +39,11 @@ def device_note(plan: Plan) -> str:
     return where
 
 
+def _cached(plan: Plan, group: object) -> str:
+    taken = plan.cached.get(str(group))
+    return f" (cached from {taken})" if taken else ""
+
+
 def format_plan(plan: Plan, name: str) -> str:
     lines = [f"Study {name!r}: {plan.num_trials} trials"]
     lines.append(
@@ -77,7 +82,7 @@ def format_plan(plan: Plan, name: str) -> str:
             lines.append(
                 f"    training {group}: {t.seconds_per_step:.3g} s/step "
                 f"(timed at batch {small} and {large}); encoding {t.encode.slope * 1000:.2g} "
-                f"ms/image, eval/* {t.recon.slope * 1000:.2g} ms/image"
+                f"ms/image, eval/* {t.recon.slope * 1000:.2g} ms/image{_cached(plan, group)}"
             )
         for group, f in plan.evaluation.items():
             low, high = f.scales
@@ -85,7 +90,7 @@ def format_plan(plan: Plan, name: str) -> str:
                 f"    evaluation {group}: fits {f.fit.at(1.0):,.1f} s and "
                 f"{f.images.at(1.0):,.0f} images to encode at full size (timed at "
                 f"{low:.3g} and {high:.3g} of the sample sizes, 1 of {f.scenarios} probe "
-                "scenario(s))"
+                f"scenario(s)){_cached(plan, group)}"
             )
         for group, source in plan.costed_from.items():
             why = plan.not_timed.get(group, "not calibrated")
