@@ -77,14 +77,15 @@ def calibration_budget(command_s: float, reserve_s: float = 3.0) -> float:
 
 def calibration_threads(trial_threads: int, device: torch.device) -> int:
     """Threads the calibration times with: the trial's, unless this machine's CPUs are busy
-    (1-minute load average + the trial's threads > CPUs), then one. Under contention the
+    (1-minute load average + the trial's threads > CPUs + 0.5: the slack for this process's
+    own start and the odd daemon), then one. Under contention the
     threads of torch, xgboost and BLAS spin-wait for each other: on the 2-core box at load 6,
     a GBT probe's fit on 133 points took 103 s with 2 threads and 0.6 s with 1, a 128 px
     resnet step at batch 8 13.4 s and 2.3 s. Such timings say nothing of a trial that has
     its CPUs to itself; one thread's are an upper bound of it (up to `trial_threads` x)."""
     if device.type == "cuda" or trial_threads <= 1:
         return trial_threads
-    if os.getloadavg()[0] + trial_threads > (os.cpu_count() or 1):
+    if os.getloadavg()[0] + trial_threads > (os.cpu_count() or 1) + 0.5:
         return 1
     return trial_threads
 
