@@ -178,6 +178,8 @@ def main(argv: list[str] | None = None) -> None:
                 "plan_seconds": plan_seconds,
                 "calibration_seconds": plan.calibration_seconds,
                 "device": plan.device,
+                "threads": plan.threads,
+                "timed_threads": plan.timed_threads,  # 1 where the CPUs were busy
                 "rows": rows,
             },
         ),

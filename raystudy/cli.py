@@ -203,8 +203,22 @@ def plan(
         int, typer.Option(min=1, help="Training steps timed per batch size (after a warm-up).")
     ] = 3,
     budget: Annotated[
-        float, typer.Option(min=1, help="Seconds the calibration may take, about.")
-    ] = 40.0,
+        float,
+        typer.Option(
+            min=1,
+            help="Seconds the whole command may take, its start included: groups whose "
+            "timing would overrun it are costed as the most similar group timed (the first "
+            "of each kind is always timed).",
+        ),
+    ] = 60.0,
+    recalibrate: Annotated[
+        bool,
+        typer.Option(
+            "--recalibrate",
+            help="Time every group again instead of reading this machine's earlier timings "
+            "(kept in $XDG_CACHE_HOME/raystudy/plan-calibration.json).",
+        ),
+    ] = False,
 ) -> None:
     """Trial count, resource plan and estimated cost of a study, before running it."""
     import math
@@ -212,6 +226,8 @@ def plan(
 
     from raystudy.checks import load_spec
     from raystudy.plan import format_plan, make_plan
+    from raystudy.plan.cache import CalibrationCache, default_path
+    from raystudy.plan.calibrate import calibration_budget
     from raystudy.spec import SpecError
 
     # A cluster needs at least some CPU (min=0 would let 0 through), and a finite count.
@@ -228,8 +244,10 @@ def plan(
         cpus if cpus is not None else float(os.cpu_count() or 1),
         gpus,
         calibration_steps=steps if calibrate else None,
-        budget_s=budget,
+        budget_s=calibration_budget(budget),
         progress=lambda line: typer.echo(line, err=True),
+        cache=CalibrationCache(default_path()),
+        recalibrate=recalibrate,
     )
     typer.echo(format_plan(result, study_spec.name))
 

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -13,7 +16,8 @@ from typer.testing import CliRunner
 
 from raystudy.checks import load_spec
 from raystudy.cli import app
-from raystudy.plan import Line, format_plan, make_plan, scaled_evaluation, trial_cost
+from raystudy.plan import Line, Plan, format_plan, make_plan, scaled_evaluation, trial_cost
+from raystudy.plan.cache import CalibrationCache, cache_key
 from raystudy.spec import EvaluationConfig
 
 
@@ -37,7 +41,11 @@ def test_plan_places_trials_and_calibrates_each_group() -> None:
     # timings for the first group, the fits, then the second group's two batch sizes.
     assert len(lines) == 6 and lines[0].startswith("calibrating 1/3 ")
     assert "batch 1 on CPU" in lines[0] and "s/step at batch 8" in lines[1]
-    assert "metrics and probes at" in lines[3] and "calibrating 3/3 ada_gvae" in lines[4]
+    assert "metrics and 1 of 5 probe scenario(s) at" in lines[3]
+    assert "calibrating 3/3 ada_gvae" in lines[4]
+    # One scenario's probes timed, five costed: the images to encode are a count, exact.
+    (fits,) = plan.evaluation.values()
+    assert fits.scenarios == 5 and fits.images.at(1.0) == pytest.approx((120 + 60) + 5 * (80 + 40))
     for kind, cost in plan.costs.items():
         assert cost.training > 0 and cost.encoding > 0 and cost.fitting > 0, kind
         assert cost.reconstruction > 0  # num_eval_images=32
@@ -58,9 +66,58 @@ def test_plan_places_trials_and_calibrates_each_group() -> None:
     on_cpus = format_plan(dataclasses.replace(plan, gpus_asked=False, gpu=0.0), "plan")
     assert "timed on this machine's CPU" in on_cpus and "GPU" not in on_cpus.split("how:")[1]
 
+    # A budget spent by the first groups: the first of each kind is timed all the same, the
+    # next training group is costed as the one timed, and the progress and the plan say so.
+    lines.clear()
+    cut = make_plan(spec, 8, 1, calibration_steps=1, budget_s=0.01, progress=lines.append)
+    assert [g.objective for g in cut.training] == ["beta_vae"] and len(cut.evaluation) == 1
+    skipped = "ada_gvae/conv/color_dsprites/b8"
+    assert cut.costed_from == {skipped: "beta_vae/conv/color_dsprites/b8"}
+    assert "time budget" in cut.not_timed[skipped] and "of 0 s left" in cut.not_timed[skipped]
+    assert (
+        lines[-1].startswith("calibrating 3/3 ada_gvae") and "not timed (time budget" in lines[-1]
+    )
+    cut_text = format_plan(cut, "plan")
+    assert f"{skipped}: not timed (time budget: ~" in cut_text
+    assert "costed as beta_vae/conv/color_dsprites/b8" in cut_text
+    beta, ada = (k for k in cut.kinds if k.endswith("8 steps"))
+    assert cut.costs[beta] == cut.costs[ada]  # the same timings, the same figures
+
     cpu_only = make_plan(spec, cluster_cpus=3, cluster_gpus=0, calibration_steps=None)
     assert cpu_only.concurrent == 3 and cpu_only.gpu == 0 and not cpu_only.training
     assert not cpu_only.costs and sum(cpu_only.kinds.values()) == 8
+
+
+def test_a_second_plan_reads_its_timings_from_the_cache(tmp_path: Path) -> None:
+    spec = load_spec(SMOKE, tiny("plan", "evaluation.metrics=[mig]"))
+    path = tmp_path / "raystudy" / "plan-calibration.json"
+    lines: list[str] = []
+
+    def plan_with(cache: CalibrationCache, **options: bool) -> Plan:
+        lines.clear()
+        return make_plan(
+            spec, 8, 0, 1, budget_s=0.01, progress=lines.append, cache=cache, **options
+        )
+
+    first = plan_with(CalibrationCache(path))  # a miss: timed, and stored
+    assert path.exists() and not first.cached and not any("cached" in line for line in lines)
+    again = plan_with(CalibrationCache(path))  # a new process's read of the same file
+    assert set(again.cached) == {str(g) for g in [*first.training, *first.evaluation]}
+    assert again.costs == first.costs and again.training == first.training
+    assert sum("cached from 20" in line for line in lines) == 2
+    assert format_plan(again, "plan").count("(cached from 20") == 2
+    # --recalibrate: timed afresh, and the fresh timings stored in place of the old ones.
+    fresh = plan_with(CalibrationCache(path), recalibrate=True)
+    assert not fresh.cached and fresh.training != first.training
+    assert plan_with(CalibrationCache(path)).training == fresh.training
+    # Another machine's threads, device or method: another key, so a miss.
+    other = CalibrationCache(path)
+    (group,) = fresh.evaluation
+    assert other.get(cache_key(group, "CPU", 2, "1 steps, 200 fit points")) is None
+    assert other.get(cache_key(group, "CPU", 1, "1 steps, 200 fit points")) is not None
+    # A file that is not a cache is ignored (it only saves time), then overwritten.
+    path.write_text("not json")
+    assert not plan_with(CalibrationCache(path)).cached and CalibrationCache(path).entries
 
 
 def test_extrapolation_by_hand() -> None:
@@ -120,15 +177,19 @@ SHIPPED = sorted((ROOT / "search_spaces").glob("*.yaml"))
 
 @pytest.mark.heavy
 @pytest.mark.parametrize("spec", SHIPPED, ids=[p.stem for p in SHIPPED])
-def test_plan_of_every_shipped_study_ends_within_its_budget(spec: Path) -> None:
-    """`raystudy plan` as a user runs it (GPUs on the cluster, as the big studies expect)."""
+def test_plan_of_every_shipped_study_ends_within_its_budget(spec: Path, tmp_path: Path) -> None:
+    """`raystudy plan` as a user runs it, a process of its own (its imports count against its
+    60 s budget), GPUs on the cluster as the big studies expect, and no cached timings."""
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "raystudy.cli", "plan", str(spec), "--gpus", "8"]
     started = time.perf_counter()
-    result = CliRunner().invoke(app, ["plan", str(spec), "--gpus", "8"])
+    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
     seconds = time.perf_counter() - started
-    assert result.exit_code == 0, result.output
-    assert f"Study '{spec.stem}'" in result.output
+    assert result.returncode == 0, result.stderr
+    assert f"Study '{spec.stem}'" in result.stdout
     if "optuna" not in spec.read_text():
-        assert "calibrating 1/" in result.output and "estimate:" in result.output
+        assert "calibrating 1/" in result.stderr and "estimate:" in result.stdout
+        assert (tmp_path / "raystudy" / "plan-calibration.json").exists()
     assert seconds < 90, f"{spec.name}: plan took {seconds:.0f} s"
 
 

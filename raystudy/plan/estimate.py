@@ -20,12 +20,15 @@ from typing import TypeVar
 import torch
 
 from raystudy.data import get_dataset
+from raystudy.models import OBJECTIVES
 from raystudy.models.factory import build
+from raystudy.plan.cache import CalibrationCache, cache_key, fitting_from, training_from
 from raystudy.plan.calibrate import (
     FitTiming,
     Progress,
-    StepTiming,
+    TrainingTiming,
     calibration_device,
+    calibration_threads,
     device_name,
     fitting_scales,
     time_encoding,
@@ -39,19 +42,6 @@ from raystudy.plan.extrapolate import Line, TrialCost, trial_cost
 from raystudy.plan.groups import EvaluationGroup, TrainingGroup, kind_label
 from raystudy.scoring import build_split
 from raystudy.spec import StudySpec, TrialConfig
-
-
-@dataclass(frozen=True)
-class TrainingTiming:
-    group: TrainingGroup
-    timings: tuple[StepTiming, StepTiming]
-    step: Line  # seconds per step, by batch size
-    encode: Line  # seconds to render and encode, by images
-    recon: Line  # seconds of eval/*, by images
-
-    @property
-    def seconds_per_step(self) -> float:
-        return self.step.at(self.group.batch_size)
 
 
 @dataclass
@@ -69,9 +59,15 @@ class Plan:
     evaluation: dict[EvaluationGroup, FitTiming] = field(default_factory=dict)
     #: Groups not calibrated -> the calibrated group each was costed from.
     costed_from: dict[str, str] = field(default_factory=dict)
+    #: Groups not calibrated -> why (the group cap, or the time budget and what was left).
+    not_timed: dict[str, str] = field(default_factory=dict)
     device: str | None = None  # what the calibration ran on
     gpus_asked: bool = False
-    threads: int = 1
+    threads: int = 1  # a trial's threads
+    timed_threads: int = 1  # the calibration's (`calibration_threads`)
+    #: Groups whose timing was read from the cache -> when it was taken.
+    cached: dict[str, str] = field(default_factory=dict)
+    budget_s: float = 0.0
     calibration_seconds: float = 0.0
 
     @property
@@ -103,11 +99,17 @@ def make_plan(
     budget_s: float = 40.0,
     fit_points: int = 200,
     progress: Progress | None = None,
+    cache: CalibrationCache | None = None,
+    recalibrate: bool = False,
 ) -> Plan:
     """The study's plan on a cluster; with `calibration_steps`, its cost too, from up to
-    `max_groups` training groups and as many evaluation groups, timed in about `budget_s`
-    seconds (the first of each kind is timed whatever the budget). `fit_points`: the largest
-    sample the metrics and probes are timed at. `progress` hears each measurement."""
+    `max_groups` training groups and as many evaluation groups, timed within `budget_s`
+    seconds: a group whose timing the budget's rest cannot hold (predicted from the most
+    similar group timed) is not timed but costed as that group; the first of each kind is
+    timed whatever the budget, at the least sizes. `fit_points`: the largest sample the
+    metrics and probes are timed at. `progress` hears each measurement. `cache`: timings of
+    earlier plans on this machine (`raystudy.plan.cache`), read unless `recalibrate`, and
+    written with every new timing."""
     # Caught here too for callers other than the CLI: 0 steps would time nothing.
     if calibration_steps is not None and calibration_steps < 1:
         raise ValueError(f"calibration_steps must be at least 1, got {calibration_steps}")
@@ -133,7 +135,11 @@ def make_plan(
     )
     if not trials:
         return plan
-    _Calibration(plan, trials, calibration_steps, max_groups, budget_s, fit_points, progress).run()
+    calibration = _Calibration(
+        plan, trials, calibration_steps, max_groups, budget_s, fit_points, progress
+    )
+    calibration.cache, calibration.recalibrate = cache, recalibrate
+    calibration.run()
     return plan
 
 
@@ -166,13 +172,17 @@ class _Calibration:
             plan.kinds[kind] += 1
             self.examples.setdefault(kind, (trial, tg, eg))
         self.device = calibration_device(plan.gpus_asked)
-        self.models: dict[tuple[str, str], tuple[Line, Line]] = {}  # encode, recon lines
+        self.models: dict[tuple[str, str, bool], tuple[Line, Line]] = {}  # encode, recon lines
+        self.cache: CalibrationCache | None = None
+        self.recalibrate = False
 
     def run(self) -> None:
         if self.steps is None:
             return
         plan = self.plan
         plan.device = device_name(self.device)
+        plan.timed_threads = calibration_threads(plan.threads, self.device)
+        plan.budget_s = self.budget_s
         # The groups of the most trials first: where the budget ends, most trials are timed.
         train_n: Counter[TrainingGroup] = Counter()
         eval_n: Counter[EvaluationGroup] = Counter()
@@ -181,30 +191,73 @@ class _Calibration:
             eval_n[eg] += plan.kinds[kind]
         trains = [g for g, _ in train_n.most_common(self.max_groups)]
         evals = [g for g, _ in eval_n.most_common(self.max_groups)]
+        for group in [*train_n, *eval_n]:
+            if group not in trains and group not in evals:
+                plan.not_timed[str(group)] = f"beyond the cap of {self.max_groups} groups"
         todo = [g for pair in itertools.zip_longest(trains, evals) for g in pair if g is not None]
         started = time.perf_counter()
-        with torch_threads(plan.threads):
+        deadline = started + self.budget_s
+        with torch_threads(plan.timed_threads):
             for i, group in enumerate(todo, 1):
-                spent = time.perf_counter() - started
-                timed = plan.training if isinstance(group, TrainingGroup) else plan.evaluation
-                if timed and spent >= self.budget_s:
-                    self.say(f"calibration budget ({self.budget_s:.0f} s) spent: {group} not timed")
-                    continue
-                share = (self.budget_s - spent) / (len(todo) - i + 1)
+                left = deadline - time.perf_counter()
                 prefix = f"calibrating {i}/{len(todo)} {group}"
+                timed: dict = plan.training if isinstance(group, TrainingGroup) else plan.evaluation
+                if self._from_cache(group, prefix):
+                    continue
+                if timed:
+                    # The budget is a hard one: a group whose timing would overrun it (as long
+                    # as the most similar group's took) is costed as that group instead.
+                    near = _nearest(group, list(timed))
+                    needs = timed[near].calibration_seconds
+                    if needs > left:
+                        why = (
+                            f"time budget: ~{needs:.0f} s to time, {max(0.0, left):.0f} s of "
+                            f"{self.budget_s:.0f} s left"
+                        )
+                        plan.not_timed[str(group)] = why
+                        self.say(f"{prefix}: not timed ({why}), costed as {near}")
+                        continue
+                share = max(0.0, left) / (len(todo) - i + 1)
+                timing: TrainingTiming | FitTiming
                 if isinstance(group, TrainingGroup):
-                    plan.training[group] = self._time_training(group, share, prefix)
+                    timing = plan.training[group] = self._time_training(group, share, prefix)
                 else:
-                    plan.evaluation[group] = self._time_evaluation(group, prefix)
+                    timing = plan.evaluation[group] = self._time_evaluation(group, prefix)
+                if self.cache is not None:
+                    self.cache.put(self._key(group), timing)
         plan.calibration_seconds = time.perf_counter() - started
         for kind, (trial, tg, eg) in self.examples.items():
             plan.costs[kind] = self._cost(trial, tg, eg)
+
+    def _key(self, group: TrainingGroup | EvaluationGroup) -> str:
+        settings = f"{self.steps} steps, {self.fit_points} fit points"
+        return cache_key(group, str(self.plan.device), self.plan.timed_threads, settings)
+
+    def _from_cache(self, group: TrainingGroup | EvaluationGroup, prefix: str) -> bool:
+        """Whether `group`'s timing was read from the cache (and then put in the plan)."""
+        if self.cache is None or self.recalibrate:
+            return False
+        hit = self.cache.get(self._key(group))
+        if hit is None:
+            return False
+        data, taken = hit
+        try:
+            if isinstance(group, TrainingGroup):
+                self.plan.training[group] = training_from(data, group)
+            else:
+                self.plan.evaluation[group] = fitting_from(data)
+        except (KeyError, TypeError, ValueError):
+            return False  # an entry of another shape: timed again, and overwritten
+        self.plan.cached[str(group)] = taken
+        self.say(f"{prefix}: cached from {taken} (--recalibrate to time it again)")
+        return True
 
     def _example(self, group: TrainingGroup | EvaluationGroup) -> TrialConfig:
         index = 1 if isinstance(group, TrainingGroup) else 2
         return next(ex[0] for ex in self.examples.values() if ex[index] == group)
 
     def _time_training(self, group: TrainingGroup, budget_s: float, prefix: str) -> TrainingTiming:
+        began = time.perf_counter()
         config = self._example(group)
         dataset = get_dataset(config.dataset.name, **config.dataset.options)
         split = build_split(config, dataset)
@@ -214,7 +267,7 @@ class _Calibration:
         )
         model = model.to(self.device)
         assert self.steps is not None
-        where = f"on {device_name(self.device)}, {self.plan.threads} thread(s)"
+        where = f"on {device_name(self.device)}, {self.plan.timed_threads} thread(s)"
         small, _ = timing_batches(group.batch_size, None, budget_s, self.steps, self.device)
         args = (model, objective, dataset, split, config.train)
         first = time_steps(*args, small, self.steps, budget_s / 3, self.device)
@@ -239,10 +292,15 @@ class _Calibration:
             f"steps {second.seconds_per_step:.2f} s/step -> {step.at(group.batch_size):.2f} "
             f"s/step at batch {group.batch_size} ({how})"
         )
-        key = (group.architecture, group.dataset)
+        # gt_decoder's code is the factors: no encoder, nothing to encode (its evaluation
+        # group counts no images), and a model unlike any encoder's of its architecture.
+        truth = OBJECTIVES.get(group.objective).code_is_ground_truth
+        key = (group.architecture, group.dataset, truth)
         if key not in self.models:
             sizes = (64, 256) if self.device.type == "cuda" else (8, 32)
-            encode = time_encoding(model, dataset, split, self.device, sizes)
+            encode = (
+                Line.zero() if truth else time_encoding(model, dataset, split, self.device, sizes)
+            )
             n_eval = config.evaluation.num_eval_images
             recon = (
                 time_reconstruction(model, dataset, split, config, self.device, sizes)
@@ -255,7 +313,9 @@ class _Calibration:
                 f"{encode.slope * 1000:.1f} ms/image; eval/* of as many: "
                 f"{recon.slope * 1000:.1f} ms/image"
             )
-        return TrainingTiming(group, (first, second), step, *self.models[key])
+        return TrainingTiming(
+            group, (first, second), step, *self.models[key], time.perf_counter() - began
+        )
 
     def _time_evaluation(self, group: EvaluationGroup, prefix: str) -> FitTiming:
         config = self._example(group)
@@ -270,11 +330,16 @@ class _Calibration:
             group.factor_sized,
             group.code_is_ground_truth,
             scales,
-            self.plan.threads,
+        )
+        once = (
+            f", intervention metrics once {timing.intervention_seconds:.1f} s"
+            if timing.intervention_seconds
+            else ""
         )
         self.say(
-            f"{prefix}: metrics and probes at {scales[0]:.3g} and {scales[1]:.3g} of the "
-            f"sample sizes: {timing.seconds[0]:.1f} s and {timing.seconds[1]:.1f} s -> "
+            f"{prefix}: metrics and 1 of {timing.scenarios} probe scenario(s) at "
+            f"{scales[0]:.3g} and {scales[1]:.3g} of the sample sizes: "
+            f"{timing.seconds[0]:.1f} s and {timing.seconds[1]:.1f} s{once} -> "
             f"{timing.fit.at(1.0):.0f} s of fits and {timing.images.at(1.0):,.0f} images to "
             "encode at full size"
         )

@@ -10,15 +10,22 @@ SHOWN_KINDS = 12
 HOW = (
     "  how: seconds per training step from a few steps after a warm-up step at two batch "
     "sizes, a line in the batch size; the evaluation from its parts: rendering + encoding "
-    "and eval/* timed on a few dozen images (per-image line), the metrics' and probes' fits "
-    "timed on stand-in codes at two fractions of the sample sizes and extrapolated linearly "
-    "to all of them (fits growing like n log n come out ~1.3x low at 10,000 points)"
+    "and eval/* timed on a few dozen images (per-image line), the metrics' and one probe "
+    "scenario's fits timed on stand-in codes at two fractions of the sample sizes and "
+    "extrapolated linearly to all of them (fits growing like n log n come out ~1.3x low at "
+    "10,000 points), every scenario costed as the one timed, the intervention metrics timed "
+    "once; groups the budget left untimed costed as the most similar group timed"
 )
 
 
 def device_note(plan: Plan) -> str:
     """What the figures were timed on, and how they read where the trials will run."""
-    where = f"timed on this machine's {plan.device} with {plan.threads} thread(s) per trial"
+    where = f"timed on this machine's {plan.device} with {plan.timed_threads} thread(s)"
+    if plan.timed_threads < plan.threads:
+        where += (
+            f" (the CPUs were busy; a trial's {plan.threads} threads on CPUs of its own "
+            f"may be up to {plan.threads}x faster, so read these as upper bounds)"
+        )
     if plan.gpus_asked and plan.device == "CPU":
         return (
             f"{where}; the study asks for GPUs, where these models train several times "
@@ -30,6 +37,11 @@ def device_note(plan: Plan) -> str:
             "the study and each may run slower"
         )
     return where
+
+
+def _cached(plan: Plan, group: object) -> str:
+    taken = plan.cached.get(str(group))
+    return f" (cached from {taken})" if taken else ""
 
 
 def format_plan(plan: Plan, name: str) -> str:
@@ -62,23 +74,27 @@ def format_plan(plan: Plan, name: str) -> str:
             rest = ranked[SHOWN_KINDS:]
             lines.append(f"    {sum(n for _, n in rest):5d} trials of {len(rest)} more kinds")
     if plan.device is not None:
-        lines.append(f"  calibrated in {plan.calibration_seconds:.0f} s:")
+        lines.append(
+            f"  calibrated in {plan.calibration_seconds:.0f} s (budget {plan.budget_s:.0f} s):"
+        )
         for group, t in plan.training.items():
             small, large = (s.batch_size for s in t.timings)
             lines.append(
                 f"    training {group}: {t.seconds_per_step:.3g} s/step "
                 f"(timed at batch {small} and {large}); encoding {t.encode.slope * 1000:.2g} "
-                f"ms/image, eval/* {t.recon.slope * 1000:.2g} ms/image"
+                f"ms/image, eval/* {t.recon.slope * 1000:.2g} ms/image{_cached(plan, group)}"
             )
         for group, f in plan.evaluation.items():
             low, high = f.scales
             lines.append(
                 f"    evaluation {group}: fits {f.fit.at(1.0):,.1f} s and "
                 f"{f.images.at(1.0):,.0f} images to encode at full size (timed at "
-                f"{low:.3g} and {high:.3g} of the sample sizes)"
+                f"{low:.3g} and {high:.3g} of the sample sizes, 1 of {f.scenarios} probe "
+                f"scenario(s)){_cached(plan, group)}"
             )
         for group, source in plan.costed_from.items():
-            lines.append(f"    {group}: not timed (group cap or time budget), costed as {source}")
+            why = plan.not_timed.get(group, "not calibrated")
+            lines.append(f"    {group}: not timed ({why}), costed as {source}")
         lines.append(HOW)
         lines.append(f"  {device_note(plan)}")
     if plan.costs:
