@@ -32,6 +32,9 @@ FIGURES = {
     "input_noise_effect.png",
     "elbo_recon_vs_disentanglement.png",
     "per_factor_transfer.png",
+    # two objectives and two metrics (mig, dci): Locatello et al.'s figures apply
+    "metric_agreement.png",
+    "disentanglement_by_objective.png",
 }
 CHROMIUM = shutil.which("chromium") or (
     "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None

@@ -15,13 +15,17 @@ import json
 import os
 from dataclasses import asdict
 from datetime import datetime
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-import raystudy
 from raystudy.plan.calibrate import FitTiming, StepTiming, TrainingTiming
 from raystudy.plan.extrapolate import Line
 from raystudy.plan.groups import EvaluationGroup, TrainingGroup
+
+# The installed distribution's version: importing the package root would load its API
+# (`raystudy.evaluate`, and MLflow behind it), which plan must not.
+_VERSION = version("raystudy")
 
 #: The calibration method's version: timings taken by another one are not reused.
 METHOD = 2
@@ -37,7 +41,7 @@ def cache_key(group: TrainingGroup | EvaluationGroup, device: str, threads: int,
               settings: str) -> str:  # fmt: skip
     return (
         f"{group!r} | {device} | {threads} thread(s) | {settings} | "
-        f"raystudy {raystudy.__version__} | method {METHOD}"
+        f"raystudy {_VERSION} | method {METHOD}"
     )
 
 
