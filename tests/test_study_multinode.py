@@ -51,6 +51,8 @@ def test_cpu_trials_spread_over_nodes_into_one_store(cluster, tmp_path: Path) ->
     assert len(nodes) >= 2, "four 1-CPU trials on nodes of 1, 2 and 2 CPUs use several nodes"
 
 
+# heavy: the suite's 10-minute budget (docs/performance.md).
+@pytest.mark.heavy
 def test_four_quarter_gpu_trials_share_the_logical_gpu(cluster, tmp_path: Path) -> None:
     _, _, gpu_node = cluster
     spec = load_spec(

@@ -45,6 +45,8 @@ def cluster():
 STEPS, REPORT, CHECKPOINT = 80, 4, 8
 
 
+# heavy: the suite's 10-minute budget (docs/performance.md).
+@pytest.mark.heavy
 def test_killed_worker_resumes_from_its_checkpoint_into_the_same_run(
     cluster, tmp_path: Path
 ) -> None:
