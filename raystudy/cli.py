@@ -139,12 +139,12 @@ def _run(
         else:
             from raystudy.terminal import log_path, watched
 
-            metric = study_spec.search.metric
+            metric, _ = study_spec.search.first_target()
             with watched(
                 study_spec.name,
                 study_spec.num_tune_trials(),
                 command="run",
-                metric=metric[0] if isinstance(metric, list) else metric,
+                metric=metric,
             ) as captured:
                 outcome = run(
                     overwrite=overwrite,
@@ -276,12 +276,13 @@ def resume(
         else:
             from raystudy.terminal import watched
 
-            info, metric = StudyInfo.read(study_dir), load_study_spec(study_dir).search.metric
+            info = StudyInfo.read(study_dir)
+            metric, _ = load_study_spec(study_dir).search.first_target()
             with watched(
                 study,
                 info.num_tune_trials,
                 command="resume",
-                metric=metric[0] if isinstance(metric, list) else metric,
+                metric=metric,
                 study_dir=study_dir,
             ) as captured:
                 outcome = resume()

@@ -59,6 +59,12 @@ class SearchConfig(_Strict):
     seed: int = Field(0, ge=0, lt=SEED_LIMIT)
     asha: AshaConfig | None = None
 
+    def first_target(self) -> tuple[str | None, str | None]:
+        """The (first) searched metric and its mode; (None, None) for a grid."""
+        metric = self.metric[0] if isinstance(self.metric, list) else self.metric
+        mode = self.mode[0] if isinstance(self.mode, list) else self.mode
+        return metric, mode
+
     @field_validator("storage")
     @classmethod
     def _storage_url(cls, v: str | None) -> str | None:

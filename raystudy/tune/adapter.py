@@ -253,9 +253,7 @@ def run_config(spec: StudySpec, study_dir: Path, verbose: int = 1) -> Any:
 
 def progress_callback(spec: StudySpec) -> ProgressCallback:
     """The display's ears in Tune's loop, following the search's (first) metric."""
-    metric, mode = spec.search.metric, spec.search.mode
-    first = metric[0] if isinstance(metric, list) else metric
-    return ProgressCallback(first, mode[0] if isinstance(mode, list) else mode)
+    return ProgressCallback(*spec.search.first_target())
 
 
 def with_progress(tuner: Any, spec: StudySpec) -> Any:
