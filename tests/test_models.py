@@ -46,6 +46,25 @@ def test_conv_vae_shapes_match_disentanglement_lib(channels: int) -> None:
     assert [c.out_channels for c in deconvs] == [64, 32, 32, channels]
 
 
+def test_conv_at_32px_drops_one_stride_2_stage_a_side_and_keeps_the_bottleneck() -> None:
+    small = build_model("conv", 3, latent_dim=7, resolution=32)
+    x = torch.rand(4, 3, 32, 32)
+    mu, logvar = small.encode(x)
+    assert mu.shape == logvar.shape == (4, 7)
+    assert small.decode(mu).shape == (4, 3, 32, 32)
+    convs = [m for m in small.encoder.modules() if isinstance(m, torch.nn.Conv2d)]
+    assert [c.kernel_size[0] for c in convs] == [4, 2, 2]
+    deconvs = [m for m in small.decoder.modules() if isinstance(m, torch.nn.ConvTranspose2d)]
+    assert [c.out_channels for c in deconvs] == [32, 32, 3]
+    # Same FC layers either side of the 64x4x4 bottleneck as at 64 px.
+    big = build_model("conv", 3, latent_dim=7, resolution=64)
+    linear = [m.weight.shape for m in small.modules() if isinstance(m, torch.nn.Linear)]
+    assert linear == [m.weight.shape for m in big.modules() if isinstance(m, torch.nn.Linear)]
+    assert num_parameters(small) < num_parameters(big)
+    with pytest.raises(ValueError, match="32x32 or 64x64 images, got 48"):
+        build_model("conv", 3, latent_dim=7, resolution=48)
+
+
 @pytest.mark.parametrize("resolution", [64, 128])
 def test_resnet_shapes_and_its_identity_start(resolution: int) -> None:
     torch.manual_seed(0)

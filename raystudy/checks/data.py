@@ -39,7 +39,7 @@ def data_problems(
         problem = built if isinstance(built, DataProblem) else None
         own = trial.dataset == spec.dataset and trial.split == spec.split
         if problem is None:
-            # The data is fine: can this model be built on it (conv is for 64 px only), and
+            # The data is fine: can this model be built on it (conv is for 32 or 64 px), and
             # can its pairs be drawn from the split?
             ds = checker.dataset(trial.dataset.name, trial.dataset.options)
             key = repr((trial.model, trial.dataset, trial.split))
@@ -76,7 +76,7 @@ def _model_problem(model: ModelConfig, ds: Any, split: Any) -> tuple[str, str] |
         return (
             "model.architecture",
             f"{exc} (dataset {ds.name} at resolution {ds.resolution}; "
-            "architectures: conv 64 px, resnet 64 or 128 px, mlp any)",
+            "architectures: conv 32 or 64 px, resnet 64 or 128 px, mlp any)",
         )
     if size > MAX_MODEL_PARAMETERS:
         return (

@@ -1,6 +1,7 @@
 """Registry of encoder/decoder architectures: name -> builder(channels, latent_dim, resolution).
 
-- `conv`: disentanglement_lib's 64x64 convolutional encoder/decoder (`conv.py`).
+- `conv`: disentanglement_lib's 64x64 convolutional encoder/decoder, and a 32x32 variant
+  with one stride-2 stage fewer a side (`conv.py`).
 - `resnet`: Dittadi et al.'s deep residual encoder/decoder, 64 or 128 px (`resnet.py`).
 - `mlp`: Higgins et al.'s 1200-1200 fully connected encoder/decoder (`mlp.py`).
 """

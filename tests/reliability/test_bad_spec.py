@@ -257,7 +257,7 @@ def test_too_many_trials_is_refused_without_expanding_the_grid(tmp_path: Path) -
         (
             "dataset: {name: dsprites, options: {resolution: 128}}\nsplit: iid\n",
             "model.architecture",
-            ["conv architecture is for 64x64 images, got 128", "resnet 64 or 128 px"],
+            ["conv architecture is for 32x32 or 64x64 images, got 128", "resnet 64 or 128 px"],
         ),
         (
             "dataset: {name: dsprites, options: {resolution: 1024}}\nsplit: iid\n"
@@ -273,7 +273,7 @@ def test_too_many_trials_is_refused_without_expanding_the_grid(tmp_path: Path) -
             "dataset: {name: dsprites, options: {resolution: 128}}\nsplit: iid\n"
             "model: {architecture: resnet}\ngrid: {model: {architecture: [resnet, conv]}}\n",
             "grid point 1 (model.architecture=conv) -> model.architecture",
-            ["conv architecture is for 64x64 images, got 128"],
+            ["conv architecture is for 32x32 or 64x64 images, got 128"],
         ),
         (
             "dataset: {name: mpi3d_file}\nsplit: iid\n",
