@@ -1,4 +1,8 @@
-"""Registry of encoder/decoder architectures: name -> builder(channels, latent_dim, resolution).
+"""Registry of encoder/decoder architectures:
+name -> builder(channels, latent_dim, resolution, decoder_input_dim).
+
+The decoder reads `decoder_input_dim` features: latent_dim, or the size of an objective's
+`decoder_head` output (LieGroupVAE's flattened group element).
 
 - `conv`: disentanglement_lib's 64x64 convolutional encoder/decoder, and a 32x32 variant
   with one stride-2 stage fewer a side (`conv.py`).
@@ -17,27 +21,33 @@ from raystudy.models.mlp import MLPDecoder, MLPEncoder
 from raystudy.models.resnet import ResNetDecoder, ResNetEncoder
 from raystudy.registry import Registry
 
-ArchitectureBuilder = Callable[[int, int, int], tuple[nn.Module, nn.Module]]
+ArchitectureBuilder = Callable[[int, int, int, int], tuple[nn.Module, nn.Module]]
 
 ARCHITECTURES: Registry[ArchitectureBuilder] = Registry("architecture")
 
 
 @ARCHITECTURES.register("conv")
-def conv(channels: int, latent_dim: int, resolution: int) -> tuple[nn.Module, nn.Module]:
+def conv(
+    channels: int, latent_dim: int, resolution: int, decoder_input_dim: int
+) -> tuple[nn.Module, nn.Module]:
     return ConvEncoder(channels, latent_dim, resolution), ConvDecoder(
-        channels, latent_dim, resolution
+        channels, decoder_input_dim, resolution
     )
 
 
 @ARCHITECTURES.register("resnet")
-def resnet(channels: int, latent_dim: int, resolution: int) -> tuple[nn.Module, nn.Module]:
+def resnet(
+    channels: int, latent_dim: int, resolution: int, decoder_input_dim: int
+) -> tuple[nn.Module, nn.Module]:
     return ResNetEncoder(channels, latent_dim, resolution), ResNetDecoder(
-        channels, latent_dim, resolution
+        channels, decoder_input_dim, resolution
     )
 
 
 @ARCHITECTURES.register("mlp")
-def mlp(channels: int, latent_dim: int, resolution: int) -> tuple[nn.Module, nn.Module]:
+def mlp(
+    channels: int, latent_dim: int, resolution: int, decoder_input_dim: int
+) -> tuple[nn.Module, nn.Module]:
     return MLPEncoder(channels, latent_dim, resolution), MLPDecoder(
-        channels, latent_dim, resolution
+        channels, decoder_input_dim, resolution
     )

@@ -22,10 +22,18 @@ def build_model(
     latent_dim: int,
     resolution: int = 64,
     code_is_ground_truth: bool = False,
+    decoder_head: nn.Module | None = None,
 ) -> VAE:
-    encoder, decoder = ARCHITECTURES.get(architecture)(channels, latent_dim, resolution)
+    """The VAE; with a `decoder_head` (an objective's, see `Objective.decoder_head`) the
+    decoder reads the head's `out_features` features and the model decodes head then decoder."""
+    decoder_input_dim = latent_dim if decoder_head is None else int(decoder_head.out_features)
+    encoder, decoder = ARCHITECTURES.get(architecture)(
+        channels, latent_dim, resolution, decoder_input_dim
+    )
     if code_is_ground_truth:  # the factors are the code: no encoder to train or count
         encoder = NoImageEncoder()
+    if decoder_head is not None:
+        decoder = nn.Sequential(decoder_head, decoder)
     return VAE(encoder, decoder, latent_dim, code_is_ground_truth=code_is_ground_truth)
 
 
@@ -42,6 +50,7 @@ def build(
         latent_dim,
         resolution,
         code_is_ground_truth=objective.code_is_ground_truth,
+        decoder_head=objective.decoder_head(latent_dim),
     )
     return model, objective
 

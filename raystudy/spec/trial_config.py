@@ -104,7 +104,8 @@ class ModelConfig(_Strict):
     beta: float = Field(
         1.0,
         ge=0.0,
-        description="weight of the KL (beta_vae, ada_gvae, ml_vae) or of the TC (beta_tcvae)",
+        description="weight of the KL (beta_vae, ada_gvae, ml_vae, lie_group_vae) or of the "
+        "TC (beta_tcvae)",
     )
     gamma: float | None = Field(
         None,
@@ -121,6 +122,39 @@ class ModelConfig(_Strict):
         ge=0.0,
         description="dip_vae_i / dip_vae_ii: off-diagonal covariance weight; the diagonal "
         "weight is 10x (I) or 1x (II)",
+    )
+    lambda_mmd: float = Field(
+        10.0, ge=0.0, description="wae: weight of the MMD between q(z) and N(0, I)"
+    )
+    lambda_logvar: float = Field(
+        0.001,
+        ge=0.0,
+        description="wae: weight of the L1 penalty on the posterior log-variances",
+    )
+    beta_low: float = Field(
+        2.0, ge=0.0, description="cascade_vae: KL weight of a released code dimension"
+    )
+    beta_high: float = Field(
+        10.0, ge=0.0, description="cascade_vae: KL weight of a dimension not yet released"
+    )
+    release_every: int = Field(
+        20_000, ge=1, description="cascade_vae: steps between releases of one more dimension"
+    )
+    lambda_hessian: float = Field(
+        40.0,
+        ge=0.0,
+        description="lie_group_vae: weight of sum_{i != j} ||A_i A_j||^2 / D^2 on the basis",
+    )
+    lambda_commute: float = Field(
+        0.0,
+        ge=0.0,
+        description="lie_group_vae: weight of sum_{i != j} ||A_i A_j - A_j A_i||^2 / D^2",
+    )
+    group_matrix_dim: int = Field(
+        10,
+        ge=1,
+        le=32,
+        description="lie_group_vae: m of the m x m group element the decoder reads (m^2 features)",
     )
     kl_mode: Literal["kl", "symmetric_kl"] = Field(
         "kl", description="ada_gvae / ml_vae: divergence that decides the shared dimensions"

@@ -10,11 +10,14 @@ from raystudy.models.objectives import (  # noqa: F401
     annealed_vae,
     beta_tcvae,
     beta_vae,
+    cascade_vae,
     dip_vae,
     factor_vae,
     gt_decoder,
+    lie_group_vae,
     ml_vae,
     supervised,
+    wae,
 )
 from raystudy.models.objectives.base import Batch, LossTerms, Objective, PairK
 from raystudy.models.objectives.registry import OBJECTIVES

@@ -10,6 +10,9 @@ The training loop (`raystudy.training.loop`) knows only this interface:
    ``terms.aux_loss``.
 3. Checkpoints hold ``objective.state_dict()``; ``load_state_dict`` restores it after `setup`.
 
+An objective may also add a layer to the model itself (``decoder_head``): its parameters are
+the model's, so they train, stack and checkpoint with it.
+
 Class attributes tell the loop and the trial what an objective needs: ``pairs`` (pairs of
 images differing in ``k`` factors, see ``pair_k``), ``code_is_factor_sized`` (the code has one
 dimension per ground-truth factor, whatever ``latent_dim`` says) and ``code_is_ground_truth``
@@ -25,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 import torch
+from torch import nn
 
 from raystudy.models.vae import VAE
 
@@ -92,6 +96,12 @@ class Objective(ABC):
     @property
     def pair_k(self) -> PairK | None:
         """Factors changed within a pair; None for objectives that train on single images."""
+        return None
+
+    def decoder_head(self, latent_dim: int) -> nn.Module | None:
+        """A module the model puts between the code and the decoder (LieGroupVAE's exponential
+        map), trained with the model; the decoder reads its ``out_features``. None by default:
+        the decoder reads the code."""
         return None
 
     def setup(self, model: VAE, device: torch.device) -> None:  # noqa: B027 (optional hook)
