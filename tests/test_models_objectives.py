@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
+import scipy.linalg
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -19,10 +20,13 @@ from raystudy.models import Batch, build, get_objective
 from raystudy.models.objectives.ada_gvae import adaptive_average
 from raystudy.models.objectives.annealed_vae import capacity
 from raystudy.models.objectives.beta_tcvae import total_correlation
+from raystudy.models.objectives.cascade_vae import released_dimensions
 from raystudy.models.objectives.factor_vae import permute_dims
+from raystudy.models.objectives.lie_group_vae import LieGroupExp, basis_penalties, lie_layer
 from raystudy.models.objectives.ml_vae import poe_aggregate
+from raystudy.models.objectives.wae import mmd_imq
 from raystudy.models.objectives.weak import pair_divergence, shared_dimensions
-from raystudy.models.vae import VAE, NoImageEncoder
+from raystudy.models.vae import VAE, NoImageEncoder, noise_tape
 from raystudy.spec import ModelConfig
 
 D = 3  # latent dimensions
@@ -412,6 +416,125 @@ def test_weak_objectives_refuse_unpaired_batches() -> None:
     for name in ("ada_gvae", "ml_vae"):
         with pytest.raises(ValueError, match="pairs"):
             get_objective(name)(model, Batch(batch.inputs, batch.targets))
+
+
+# -- Montero et al. 2022: WAE, CascadeVAE, LieGroupVAE -----------------------------------
+
+
+def np_imq(x: np.ndarray, y: np.ndarray) -> float:
+    """sum over s in {.1, .2, .5, 1, 2, 5, 10} of C / (C + ||x - y||^2), C = s * 2 * d."""
+    c = [s * 2.0 * len(x) for s in (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)]
+    r = float(((x - y) ** 2).sum())
+    return sum(ci / (ci + r) for ci in c)
+
+
+def test_wae_loss_is_recon_plus_the_unbiased_imq_mmd() -> None:
+    model, batch = setup(n=6)
+    mu, logvar, z, logits = posterior(model, batch.inputs)
+    prior = torch.randn(6, D, generator=torch.Generator().manual_seed(7))
+    obj = get_objective("wae", lambda_mmd=7.0, lambda_logvar=0.5)
+    with noise_tape([prior]):  # the prior draw is the objective's only draw of its own
+        terms = obj(model, batch)
+    p, n = np_(prior), 6
+    pairs = [(i, j) for i in range(n) for j in range(n)]
+    within = sum(np_imq(z[i], z[j]) + np_imq(p[i], p[j]) for i, j in pairs if i != j)
+    mmd = within / (n * (n - 1)) - 2.0 * sum(np_imq(z[i], p[j]) for i, j in pairs) / n**2
+    l1 = float(np.abs(logvar).sum(axis=1).mean())
+    recon = np_recon(logits, np_(batch.targets))
+    assert close(terms.extras["mmd"], mmd, rel=1e-4) and close(terms.extras["logvar_l1"], l1)
+    assert close(terms.recon, recon) and close(terms.kl, np_kl(mu, logvar))  # kl: reported only
+    assert close(terms.loss, recon + 7.0 * mmd + 0.5 * l1, rel=1e-4)
+    with noise_tape([prior]):
+        assert close(obj(model, batch, kl_weight=0.5).loss, recon + 0.5 * (7 * mmd + 0.5 * l1))
+
+
+def test_mmd_tells_the_prior_from_a_shifted_code() -> None:
+    g = torch.Generator().manual_seed(0)
+    prior, same, shifted = (torch.randn(300, 4, generator=g) for _ in range(3))
+    # Unbiased: near 0, either sign (|.| < 0.013 over five seeds, against 0.21-0.31 for a
+    # shift of 0.5 sd and ~2.6 for 2 sd).
+    assert abs(float(mmd_imq(same, prior))) < 0.05
+    assert float(mmd_imq(shifted + 0.5, prior)) > 0.1
+    assert float(mmd_imq(shifted + 2.0, prior)) > 2.0
+    with pytest.raises(ValueError, match="n >= 2"):
+        mmd_imq(prior[:1], prior[:1])
+
+
+def test_cascade_releases_one_dimension_every_n_steps() -> None:
+    steps = (0, 9, 10, 25, 30, 1000)
+    assert [released_dimensions(t, 3, 10) for t in steps] == [0, 0, 1, 2, 3, 3]
+    model, batch = setup()
+    mu, logvar, _, logits = posterior(model, batch.inputs)
+    recon = np_recon(logits, np_(batch.targets))
+    kl_d = (0.5 * (mu**2 + np.exp(logvar) - logvar - 1)).mean(axis=0)
+    obj = get_objective("cascade_vae", beta_low=2.0, beta_high=10.0, release_every=10)
+    for step, released in [(0, 0), (10, 1), (25, 2), (99, 3)]:
+        betas = [2.0] * released + [10.0] * (D - released)
+        penalty = sum(b * k for b, k in zip(betas, kl_d, strict=True))
+        terms = obj(model, batch, step=step)
+        assert float(terms.extras["released"]) == released
+        assert close(terms.kl, kl_d.sum()) and close(terms.loss, recon + penalty)
+        assert close(obj(model, batch, step=step, kl_weight=0.5).loss, recon + 0.5 * penalty)
+    with pytest.raises(ValueError, match="release_every"):
+        get_objective("cascade_vae", release_every=0)
+
+
+def unit(m: int, i: int, j: int) -> torch.Tensor:
+    e = torch.zeros(m, m)
+    e[i, j] = 1.0
+    return e
+
+
+def test_basis_penalties_on_hand_made_bases() -> None:
+    # E12 E34 = E34 E12 = 0: independent one-parameter subgroups, nothing to penalise.
+    hessian, commute = basis_penalties(torch.stack([unit(4, 0, 1), unit(4, 2, 3)]))
+    assert float(hessian) == 0.0 and float(commute) == 0.0
+    # E12 E21 = E11, E21 E12 = E22: ||.||^2 = 1 each, over D^2 = 4; commutator E11 - E22 twice
+    hessian, commute = basis_penalties(torch.stack([unit(2, 0, 1), unit(2, 1, 0)]))
+    assert float(hessian) == 0.5 and float(commute) == 1.0
+    # Commuting (diagonal) but not annihilating: only the first term.
+    hessian, commute = basis_penalties(torch.stack([torch.eye(2), 2.0 * torch.eye(2)]))
+    assert float(hessian) == (8.0 + 8.0) / 4 and float(commute) == 0.0  # ||2 I||^2 = 8
+
+
+def test_lie_group_vae_decodes_the_group_element_of_the_code() -> None:
+    m = 2
+    model, batch = setup(n=5)
+    head = LieGroupExp(D, m)
+    with torch.no_grad():
+        head.basis.copy_(0.5 * torch.randn(D, m, m))
+    model.decoder = nn.Sequential(head, nn.Linear(m * m, PIX), nn.Unflatten(1, (1, 4, 4)))
+    mu, logvar = (np_(t) for t in model.encode(batch.inputs))
+    z = mu + np_(model.eps[:5]) * np.exp(0.5 * logvar)
+    a = np_(head.basis)
+    groups = np.stack([scipy.linalg.expm(np.einsum("d,dij->ij", zb, a)) for zb in z])
+    assert np.allclose(np_(head(torch.from_numpy(z).float())), groups.reshape(5, -1), atol=1e-5)
+    logits = np_(model.decoder[1:](torch.from_numpy(groups.reshape(5, -1)).float()))
+    recon, kl = np_recon(logits, np_(batch.targets)), np_kl(mu, logvar)
+    off = [(i, j) for i in range(D) for j in range(D) if i != j]
+    hessian = sum(float(((a[i] @ a[j]) ** 2).sum()) for i, j in off) / D**2
+    commute = sum(float(((a[i] @ a[j] - a[j] @ a[i]) ** 2).sum()) for i, j in off) / D**2
+    obj = get_objective("lie_group_vae", beta=2.0, lambda_hessian=40.0, lambda_commute=3.0)
+    terms = obj(model, batch)
+    assert close(terms.recon, recon, rel=1e-4) and close(terms.kl, kl)
+    assert close(terms.extras["hessian"], hessian) and close(terms.extras["commute"], commute)
+    expected = recon + 2.0 * kl + 40.0 * hessian + 3.0 * commute
+    assert close(terms.loss, expected, rel=1e-4)
+    terms.loss.backward()  # the basis is the model's and learns with it
+    assert head.basis.grad is not None and head.basis.grad.abs().sum() > 0
+
+
+def test_lie_group_vae_builds_its_exponential_map_into_the_model() -> None:
+    config = ModelConfig(objective="lie_group_vae", architecture="mlp", group_matrix_dim=3)
+    model, obj = build(config, 1, 64, num_factors=K)
+    layer = lie_layer(model)
+    assert layer.basis.shape == (10, 3, 3) and layer.out_features == 9
+    assert any(p is layer.basis for p in model.parameters())
+    assert model.decode(torch.zeros(2, 10)).shape == (2, 1, 64, 64)
+    assert obj.decoder_head(10) is not None and get_objective("wae").decoder_head(10) is None
+    plain, _ = build(ModelConfig(objective="vae", architecture="mlp"), 1, 64, num_factors=K)
+    with pytest.raises(ValueError, match="LieGroupExp"):
+        obj(plain, Batch(torch.zeros(2, 1, 64, 64), torch.zeros(2, 1, 64, 64)))
 
 
 # -- references -----------------------------------------------------------------------------
