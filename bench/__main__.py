@@ -28,6 +28,7 @@ BENCHES = (
     "render",
     "metrics",
     "analysis",
+    "real_domain",
 )
 
 
