@@ -10,8 +10,8 @@ without the entropy coding (which is lossless):
 2. 4:2:0 chroma subsampling: the mean of each 2x2 block of Cb and Cr;
 3. level shift by -128, and per 8x8 block the orthonormal 2-D DCT-II
    ``F(u, v) = C(u) C(v) / 4 sum_xy f(x, y) cos((2x + 1) u pi / 16) cos((2y + 1) v pi / 16)``
-   (``C(0) = 1 / sqrt 2``, else 1), i.e. ``F = D f D^T`` with ``D`` the 8-point DCT
-   matrix;
+   (``C(0) = 1 / sqrt 2``, else 1), i.e. ``F = K f`` with ``K`` the Kronecker square of the
+   8-point DCT matrix;
 4. quantisation ``F_q = Q round(F / Q)`` with T.81 Annex K's luminance (K.1) and chrominance
    (K.2) tables scaled as the IJG library does for a quality ``q``: ``s = 5000 / q`` below 50,
    else ``200 - 2 q``, ``Q = clip(floor((Q_K s + 50) / 100), 1, 255)``;
@@ -64,14 +64,12 @@ def quality_table(base: tuple[tuple[int, ...], ...], quality: int) -> torch.Tens
     return torch.tensor(flat, dtype=torch.float32)
 
 
-def dct_matrix_1d() -> torch.Tensor:
-    """``D`` ``[8, 8]``: the orthonormal 8-point DCT-II, ``D[u, x] = C(u) / 2 cos((2x + 1) u
-    pi / 16)``; a block's 2-D transform is ``D f D^T`` (``K = D kron D`` on row-major
-    blocks)."""
+def dct_matrix() -> torch.Tensor:
+    """``K`` ``[64, 64]``: the orthonormal 8x8 2-D DCT-II on row-major blocks, ``F = K f``."""
     n = torch.arange(8, dtype=torch.float64)
     d = torch.cos((2 * n[None, :] + 1) * n[:, None] * math.pi / 16) * 0.5
     d[0] /= math.sqrt(2.0)
-    return d.float()
+    return torch.kron(d, d).float()
 
 
 class JpegCodec:
@@ -83,7 +81,7 @@ class JpegCodec:
         self.luminance = torch.stack([quality_table(LUMINANCE_TABLE, q) for q in qualities])
         self.chrominance = torch.stack([quality_table(CHROMINANCE_TABLE, q) for q in qualities])
         self.luminance, self.chrominance = self.luminance.to(device), self.chrominance.to(device)
-        self.dct_1d = dct_matrix_1d().to(device)
+        self.dct = dct_matrix().to(device)
         self.to_ycc = torch.tensor(_TO_YCC, device=device)
         self.to_rgb = torch.tensor(_TO_RGB, device=device)
 
@@ -98,30 +96,27 @@ class JpegCodec:
             return y[:, :, :h, :w].add_(128.0).round_().clamp_(0.0, 255.0).div_(255.0)
         if c != 3:
             raise ValueError(f"JPEG codes 1 or 3 channels, got {c}")
-        # 1x1 convolutions: no permuted copies of the batch, unlike an einsum.
-        ycc = F.conv2d(levels, self.to_ycc[:, :, None, None]).round_()
+        ycc = torch.einsum("kc,bchw->bkhw", self.to_ycc, levels).round_()
         ycc = _pad_to(ycc, 16)
         y = self._code(ycc[:, :1] - 128.0, self.luminance[q])
         # The matrix leaves Cb and Cr centred on 0: their +128 and the level shift cancel.
         chroma = self._code(F.avg_pool2d(ycc[:, 1:], 2), self.chrominance[q])
         chroma = F.interpolate(chroma, scale_factor=2, mode="bilinear", align_corners=False)
         ycc = torch.cat([y.add_(128.0), chroma], dim=1)[:, :, :h, :w]
-        rgb = F.conv2d(ycc, self.to_rgb[:, :, None, None])
+        rgb = torch.einsum("ck,bkhw->bchw", self.to_rgb, ycc)
         return rgb.round_().clamp_(0.0, 255.0).div_(255.0)
 
     def _code(self, plane: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
         """Blockwise DCT, quantisation by ``table`` ``[B, 64]`` and inverse DCT of level-shifted
         planes ``[B, P, H, W]`` (H, W multiples of 8)."""
         b, p, h, w = plane.shape
-        # Separably, D f D^T, on a [.., rows of blocks, 8, columns of blocks, 8] view: no
-        # permuted copies (the coefficient (u, v) of a block sits at [.., u, .., v]).
-        d = self.dct_1d
-        blocks = torch.matmul(d, plane.reshape(b, p, h // 8, 8, w))
-        coef = torch.matmul(blocks.view(b, p, h // 8, 8, w // 8, 8), d.T)
-        steps = table.view(b, 1, 1, 8, 1, 8)
+        blocks = plane.reshape(b, p, h // 8, 8, w // 8, 8).permute(0, 1, 2, 4, 3, 5)
+        blocks = blocks.reshape(b, -1, 64)
+        coef = blocks @ self.dct.T
+        steps = table[:, None, :]
         coef = coef.div_(steps).round_().mul_(steps)
-        rec = torch.matmul(coef, d).view(b, p, h // 8, 8, w)
-        return torch.matmul(d.T, rec).view(b, p, h, w)
+        rec = (coef @ self.dct).reshape(b, p, h // 8, w // 8, 8, 8).permute(0, 1, 2, 4, 3, 5)
+        return rec.reshape(b, p, h, w)
 
 
 def jpeg_roundtrip(x: torch.Tensor, quality: int | torch.Tensor) -> torch.Tensor:
