@@ -217,7 +217,8 @@ def test_shadow_darkens_the_background_beside_the_object() -> None:
     t = shift._device_tables(torch.device("cpu"))
     _, background = object_scene(4)
     cover = 1.0 - background
-    factor = shift._shading(cover, t)[:, 0]
+    lit, shadow = shift._shading(cover, t)
+    factor = (lit * shadow)[:, 0]
     dy, dx = t.shadow_offset
     assert (dy, dx) != (0, 0)
     # Just outside the square, on the side away from the light: darker than far away.

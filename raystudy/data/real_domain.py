@@ -14,7 +14,8 @@ applies it. Pixel coordinates ``p`` are grid_sample's, in [-1, 1] across the fra
    ``n = (-beta dh/dx, -beta dh/dy, 1)``; under a light ``l`` (seeded; its in-plane part is the
    lighting gradient's direction) the objects get the Lambert ratio against a flat surface,
    ``x *= 1 + m (max(n . l, 0) / (|n| l_z) - 1)`` (Lambert 1760), and the background the
-   shadow of the objects cast away from the light, ``x *= 1 - a_s (1 - m) h(p + o)``;
+   shadow of the objects cast away from the light, ``x *= 1 - a_s (1 - m) h(p + o)``, applied
+   after the texture of step 3 so that it darkens the textured background;
 3. background texture: ``x += a_t * w * T`` where ``w = 1 - m`` is the background weight and
    ``T`` in [0, 1] a fixed value-noise field (two octaves of bilinearly upsampled uniform
    noise, i.e. "value noise"), tinted per channel;
@@ -160,11 +161,13 @@ class RealShift:
             both, self.sampling_grid(draws, t), "bilinear", "border", align_corners=False
         )
         x, cover = warped[:, :c], warped[:, c:]
-        factor = self._shading(cover, t)
+        lit, shadow = self._shading(cover, t)
         # (x S + w T) G = x (S G) + w (T G); the black level rides on the noise, as the blur
-        # keeps constants: blur(x) + b = blur(x + b).
-        x.mul_(factor).mul_(t.gain)
+        # keeps constants: blur(x) + b = blur(x + b). The shadow falls on the textured
+        # background (on a black sim background it would darken nothing).
+        x.mul_(lit).mul_(t.gain)
         x.addcmul_(cover.neg_().add_(1.0), t.lit_texture)
+        x.mul_(shadow)
         scratch = self._workspace.get("blur", tuple(x.shape), x.device)
         _blur_in_place(x, t.blur_passes, scratch)
         noise = self._sensor_noise(flat, t).add_(self.params.black_level)
@@ -190,9 +193,10 @@ class RealShift:
         grid += (spread[:, 2:4] * (2.0 * p.shift_max)).unsqueeze(1)  # the frame spans 2
         return grid.view(-1, self.resolution, self.resolution, 2)
 
-    def _shading(self, cover: torch.Tensor, t: _Tables) -> torch.Tensor:
-        """The per-pixel factor ``[B, 1, H, W]`` (new memory) of step 2: Lambert shading of
-        the objects' relief times the shadow they cast on the background."""
+    def _shading(self, cover: torch.Tensor, t: _Tables) -> tuple[torch.Tensor, torch.Tensor]:
+        """The per-pixel factors ``[B, 1, H, W]`` (new memory) of step 2: Lambert shading of
+        the objects' relief, and the shadow they cast on the background (applied after the
+        texture of step 3)."""
         h = cover.clone()
         _blur_in_place(h, t.relief_passes, torch.empty_like(h))
         gy, gx = central_differences(h)
@@ -204,7 +208,7 @@ class RealShift:
         lit.div_(norm).clamp_(min=0.0).sub_(1.0).mul_(cover).add_(1.0)
         shadow = shifted(h, t.shadow_offset)
         shadow.mul_(cover.neg().add_(1.0)).mul_(-self.params.shadow_strength).add_(1.0)
-        return lit.mul_(shadow)
+        return lit, shadow
 
     def _sensor_noise(self, flat: torch.Tensor, t: _Tables) -> torch.Tensor:
         """Per-image noise ``[B, H * W]`` (scratch), the same in every channel (luminance
