@@ -29,6 +29,8 @@ BENCHES = (
     "metrics",
     "analysis",
     "laptop_settings",
+    "real_domain",
+    "driver_scale",
 )
 
 

@@ -4,26 +4,49 @@ It stands in for real photographs of a simulated scene: Dittadi et al. (2021, "O
 of Disentangled Representations in Realistic Settings") score probes fitted on simulated images
 on real ones (their OOD2-B), as Gondal et al. (2019, MPI3D "toy" vs "real") do for sim2real.
 The scene (every factor) is unchanged; only the image formation differs, in the order a camera
-applies it:
+applies it. Pixel coordinates ``p`` are grid_sample's, in [-1, 1] across the frame.
 
-1. background texture: ``x += a_t * w * T`` where ``w`` is the background weight (1 minus the
-   objects' coverage) and ``T`` in [0, 1] a fixed value-noise field (two octaves of bilinearly
-   upsampled uniform noise, i.e. "value noise"), tinted per channel;
-2. lighting: ``x *= G``, ``G(p) = g0 + g1 <p - 1/2, d> - g2 |p - 1/2|^2``: a linear gradient
-   along a seeded direction ``d`` and a vignette;
-3. colour cast and black level: ``x = x * (1 + c) + b`` with a per-channel ``c``;
-4. optical blur: the binomial filter ``[1, 2, 1] / 4`` along rows and columns, ``n`` times, a
+1. geometry jitter (where the camera stood): ``x(p) = sim(A p + t)``, ``A = s R(phi)``, with
+   ``phi``, ``s``, ``t`` per image in ``[-phi_max, phi_max]``, ``[1 - s_max, 1 + s_max]``,
+   ``[-t_max, t_max]^2``; the objects' coverage ``m`` is resampled the same way (bilinear,
+   edges repeated);
+2. shading and drop shadow: the blurred coverage ``h = blur(m)`` is a height field with normal
+   ``n = (-beta dh/dx, -beta dh/dy, 1)``; under a light ``l`` (seeded; its in-plane part is the
+   lighting gradient's direction) the objects get the Lambert ratio against a flat surface,
+   ``x *= 1 + m (max(n . l, 0) / (|n| l_z) - 1)`` (Lambert 1760), and the background the
+   shadow of the objects cast away from the light, ``x *= 1 - a_s (1 - m) h(p + o)``, applied
+   after the texture of step 3 so that it darkens the textured background;
+3. background texture: ``x += a_t * w * T`` where ``w = 1 - m`` is the background weight and
+   ``T`` in [0, 1] a fixed value-noise field (two octaves of bilinearly upsampled uniform
+   noise, i.e. "value noise"), tinted per channel;
+4. lighting: ``x *= G``, ``G(p) = g0 + g1 <p - 1/2, d> - g2 |p - 1/2|^2`` (``p`` in [0, 1]
+   here): a linear gradient along a seeded direction ``d`` and a vignette;
+5. lens distortion, the one-coefficient radial Brown-Conrady model (Brown 1966, "Decentering
+   distortion of lenses") as a backward map: the output at ``p`` is the image at
+   ``p (1 + k1 |p|^2) / (1 + k1)``, ``k1 > 0`` seeded (barrel: straight lines bow outwards;
+   the centre and the edges' midpoints stay put);
+6. colour cast and black level: ``x = x * (1 + c) + b`` with a per-channel ``c``;
+7. optical blur: the binomial filter ``[1, 2, 1] / 4`` along rows and columns, ``n`` times, a
    discrete Gaussian of variance ``n / 2`` pixels^2 (Burt & Adelson 1983); ``n = round(2
    sigma^2)`` for ``sigma = 0.7 (R / 64)`` pixels, so one pass at 64x64 and four at 128x128.
    Edges are replicated (a camera sees the scene go on past the frame, not black). Shifted
    in-place additions: far cheaper on a CPU than a depthwise convolution;
-5. sensor noise: ``x += s * n`` with ``n`` standard normal per pixel (shared by the channels:
+8. sensor noise: ``x += s * n`` with ``n`` standard normal per pixel (shared by the channels:
    luminance noise), a deterministic function of the image's row-major grid position, so the
    same indices always give the same image:
    ``n = (N[i] + N[j] + N[k]) / sqrt 3`` for three entries of a fixed bank of 64 Gaussian
    fields chosen by a hash of the position (64^3 distinct fields at the cost of three row
    copies);
-6. clipping to [0, 1].
+9. clipping to [0, 1];
+10. JPEG compression at a per-image quality in 30..50 (:mod:`raystudy.data.jpeg`: JFIF
+    YCbCr, 4:2:0, 8x8 DCT, T.81 Annex K tables; Wallace 1992, ITU-T T.81).
+
+The per-image draws (jitter, quality) are uniforms from :func:`mix32` of the grid position,
+like the noise, so a factor combination always looks the same. Steps 1 and 5 are one
+resampling of the sim image: ``sim(A D(p) + t)``; the fixed fields of steps 3-4 are
+distorted once when the tables are built, and steps 2-3 read the coverage after both maps
+(so the shading and the shadow offset live in the distorted frame; at ``k1 <= 0.1`` the lens
+changes lengths by at most ~10%, and one resampling blurs less than two).
 
 Every constant is drawn once from ``numpy.random.default_rng(seed)``; ``seed`` is a dataset
 option (``real_seed``), so "real" is one fixed domain, not a fresh augmentation per call.
@@ -38,11 +61,15 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from raystudy.data.jpeg import JpegCodec
 from raystudy.data.workspace import Workspace
 
 NOISE_BANK = 64  # Gaussian fields; each image sums three of them
 BLUR_SIGMA_AT_64 = 0.7
+RELIEF_SIGMA_AT_64 = 2.0  # the height field's blur: how far in from an edge the shading reaches
+JPEG_QUALITY = (30, 50)  # per image, inclusive: a phone or webcam's everyday compression
 _MASK32 = 0xFFFFFFFF
+_GOLDEN32 = 0x9E3779B9  # odd: salts the hash once per per-image draw
 
 
 @dataclass(frozen=True)
@@ -58,11 +85,20 @@ class RealShiftParameters:
     cast: tuple[float, ...]
     black_level: float
     noise_std: float
+    rotation_max: float  # radians
+    scale_max: float  # the scale is 1 +- this
+    shift_max: float  # a fraction of the frame, per axis
+    light_elevation: float  # l_z of the unit light vector
+    relief: float  # beta: the height field's slope per pixel at 64 px becomes this times steeper
+    shadow_strength: float
+    shadow_distance: float  # a fraction of the frame
+    lens_k1: float
 
     @classmethod
     def draw(cls, channels: int, seed: int) -> RealShiftParameters:
         rng = np.random.default_rng([seed, 0x5EA1])
         angle = rng.uniform(0.0, 2.0 * math.pi)
+        # The first draws keep their order, so a seed keeps its texture, lighting and cast.
         return cls(
             texture_amplitude=float(rng.uniform(0.10, 0.16)),
             texture_tint=tuple(rng.uniform(0.7, 1.0, channels).tolist()),
@@ -75,15 +111,28 @@ class RealShiftParameters:
             cast=tuple(rng.uniform(-0.15, 0.10, channels).tolist()) if channels > 1 else (-0.1,),
             black_level=float(rng.uniform(0.03, 0.06)),
             noise_std=float(rng.uniform(0.025, 0.035)),
+            rotation_max=math.radians(float(rng.uniform(2.0, 4.0))),
+            scale_max=float(rng.uniform(0.06, 0.10)),
+            shift_max=float(rng.uniform(0.02, 0.04)),
+            light_elevation=float(rng.uniform(0.5, 0.7)),
+            relief=float(rng.uniform(5.0, 8.0)),
+            shadow_strength=float(rng.uniform(0.30, 0.45)),
+            shadow_distance=float(rng.uniform(0.03, 0.05)),
+            lens_k1=float(rng.uniform(0.04, 0.10)),
         )
 
 
 @dataclass(frozen=True)
 class _Tables:
-    gain: torch.Tensor  # [1, C, H, W]: lighting times colour cast
+    gain: torch.Tensor  # [1, C, H, W]: lighting times colour cast, lens-distorted
     lit_texture: torch.Tensor  # [1, C, H, W]: the tinted, scaled texture times the gain
+    lens: torch.Tensor  # [1, H * W, 2]: D(p), the lens's backward map of each pixel centre
     blur_passes: int
+    relief_passes: int
+    shadow_offset: tuple[int, int]  # pixels (rows, columns) from a pixel to its occluder
+    light: tuple[float, float, float]
     noise: torch.Tensor  # [NOISE_BANK, H * W], already scaled by noise_std / sqrt(3)
+    jpeg: JpegCodec | None  # None for channel counts JPEG does not code
 
 
 class RealShift:
@@ -102,19 +151,64 @@ class RealShift:
     ) -> torch.Tensor:
         """Shift ``images`` ``[B, C, H, W]`` (sim, in [0, 1]; not modified); ``background``
         ``[B, 1, H, W]`` is 1 where no object covers the pixel, ``flat`` ``[B]`` the row-major
-        grid position of each image (it seeds the sensor noise)."""
+        grid position of each image (it seeds every per-image draw)."""
         t = self._device_tables(images.device)
-        # One new tensor (the result), then every step in place or in reused scratch
-        # (:mod:`raystudy.data.workspace`): the shift is a few passes over the batch, and
-        # memory traffic is what it costs on a CPU.
-        # (x + w T) G = x G + w (T G); the black level rides on the noise, as the blur keeps
-        # constants: blur(x) + b = blur(x + b).
-        x = torch.mul(images, t.gain).addcmul_(background, t.lit_texture)
+        c = images.shape[1]
+        draws = uniforms(flat, 5)
+        # Steps 1 and 5: one resampling of the image and its coverage.
+        both = torch.cat([images, background.neg().add_(1.0)], dim=1)
+        warped = F.grid_sample(
+            both, self.sampling_grid(draws, t), "bilinear", "border", align_corners=False
+        )
+        x, cover = warped[:, :c], warped[:, c:]
+        lit, shadow = self._shading(cover, t)
+        # (x S + w T) G = x (S G) + w (T G); the black level rides on the noise, as the blur
+        # keeps constants: blur(x) + b = blur(x + b). The shadow falls on the textured
+        # background (on a black sim background it would darken nothing).
+        x.mul_(lit).mul_(t.gain)
+        x.addcmul_(cover.neg_().add_(1.0), t.lit_texture)
+        x.mul_(shadow)
         scratch = self._workspace.get("blur", tuple(x.shape), x.device)
         _blur_in_place(x, t.blur_passes, scratch)
         noise = self._sensor_noise(flat, t).add_(self.params.black_level)
         x += noise.view(x.shape[0], 1, *x.shape[2:])
-        return x.clamp_(0.0, 1.0)
+        x.clamp_(0.0, 1.0)
+        if t.jpeg is None:
+            return x
+        lo, hi = JPEG_QUALITY
+        quality = lo + (draws[:, 4] * (hi - lo + 1)).long().clamp_(max=hi - lo)
+        return t.jpeg.roundtrip(x, quality)
+
+    def sampling_grid(self, draws: torch.Tensor, t: _Tables) -> torch.Tensor:
+        """``[B, H, W, 2]``: where each output pixel reads the sim image, ``A D(p) + t`` with
+        the per-image similarity ``A``, ``t`` of ``draws[:, :4]`` (uniforms in [0, 1))."""
+        p = self.params
+        spread = draws[:, :4] * 2.0 - 1.0  # in [-1, 1)
+        phi = spread[:, 0] * p.rotation_max
+        scale = 1.0 + spread[:, 1] * p.scale_max
+        cos, sin = torch.cos(phi) * scale, torch.sin(phi) * scale
+        # Row vectors: grid @ A^T, A = s [[cos, -sin], [sin, cos]].
+        a_t = torch.stack([torch.stack([cos, sin], 1), torch.stack([-sin, cos], 1)], 1)
+        grid = torch.matmul(t.lens, a_t)  # [B, H * W, 2]
+        grid += (spread[:, 2:4] * (2.0 * p.shift_max)).unsqueeze(1)  # the frame spans 2
+        return grid.view(-1, self.resolution, self.resolution, 2)
+
+    def _shading(self, cover: torch.Tensor, t: _Tables) -> tuple[torch.Tensor, torch.Tensor]:
+        """The per-pixel factors ``[B, 1, H, W]`` (new memory) of step 2: Lambert shading of
+        the objects' relief, and the shadow they cast on the background (applied after the
+        texture of step 3)."""
+        h = cover.clone()
+        _blur_in_place(h, t.relief_passes, torch.empty_like(h))
+        gy, gx = central_differences(h)
+        slope = self.params.relief * self.resolution / 64.0  # per pixel at 64 px
+        lx, ly, lz = t.light
+        # n . l / (|n| l_z) for n = (-b gx, -b gy, 1): 1 on a flat surface.
+        lit = gx.mul(lx).add_(gy, alpha=ly).mul_(-slope).add_(lz)
+        norm = gx.square_().add_(gy.square_()).mul_(slope**2).add_(1.0).sqrt_().mul_(lz)
+        lit.div_(norm).clamp_(min=0.0).sub_(1.0).mul_(cover).add_(1.0)
+        shadow = shifted(h, t.shadow_offset)
+        shadow.mul_(cover.neg().add_(1.0)).mul_(-self.params.shadow_strength).add_(1.0)
+        return lit, shadow
 
     def _sensor_noise(self, flat: torch.Tensor, t: _Tables) -> torch.Tensor:
         """Per-image noise ``[B, H * W]`` (scratch), the same in every channel (luminance
@@ -150,16 +244,73 @@ class RealShift:
         dx, dy = p.gradient_direction
         gain = p.gain + p.gradient * (dx * xs + dy * ys) - p.vignette * (xs**2 + ys**2)
         sigma = BLUR_SIGMA_AT_64 * res / 64
+        relief_sigma = RELIEF_SIGMA_AT_64 * res / 64
         noise = torch.randn((NOISE_BANK, res * res), generator=gen)
         noise *= p.noise_std / math.sqrt(3.0)  # a sum of three stays at noise_std
         cast = 1.0 + torch.tensor(p.cast, dtype=torch.float32).view(1, ch, 1, 1)
-        gain_cast = gain.view(1, 1, res, res) * cast
+        lens = barrel_grid(res, p.lens_k1)
+        # The lighting and texture are fixed fields of the frame: distort them once here.
+        fields = torch.cat([gain.view(1, 1, res, res), texture.unsqueeze(0)], dim=1)
+        fields = F.grid_sample(fields, lens, "bilinear", "border", align_corners=False)
+        gain_cast = fields[:, :1] * cast
+        lit_texture = fields[:, 1:] * tint * p.texture_amplitude * gain_cast
+        planar = math.sqrt(1.0 - p.light_elevation**2)
+        # The shadow falls away from the light, which sits towards +d (the bright side).
+        offset = (round(-dy * p.shadow_distance * res), round(-dx * p.shadow_distance * res))
         return _Tables(
             gain=gain_cast.to(device),
-            lit_texture=(texture.unsqueeze(0) * tint * p.texture_amplitude * gain_cast).to(device),
+            lit_texture=lit_texture.to(device),
+            lens=lens.view(1, res * res, 2).to(device),
             blur_passes=max(1, round(2.0 * sigma**2)),
+            relief_passes=max(1, round(2.0 * relief_sigma**2)),
+            shadow_offset=offset,
+            light=(dx * planar, dy * planar, p.light_elevation),
             noise=noise.to(device),
+            jpeg=JpegCodec(*JPEG_QUALITY, device) if ch in (1, 3) else None,
         )
+
+
+def uniforms(flat: torch.Tensor, count: int) -> torch.Tensor:
+    """``[B, count]`` uniforms in [0, 1), each a hash of the grid position ``flat`` salted by
+    its column: fixed per factor combination, independent across columns."""
+    base = mix32(flat)
+    cols = [mix32(base ^ ((k + 1) * _GOLDEN32 & _MASK32)) for k in range(count)]
+    return torch.stack(cols, dim=1).double().div_(2.0**32).float()
+
+
+def barrel_grid(resolution: int, k1: float) -> torch.Tensor:
+    """``[1, R, R, 2]``: the Brown-Conrady backward map ``p (1 + k1 |p|^2) / (1 + k1)`` at
+    each pixel centre ``p`` (grid_sample's ``(x, y)`` in [-1, 1], ``align_corners=False``)."""
+    centres = (torch.arange(resolution, dtype=torch.float32) * 2.0 + 1.0) / resolution - 1.0
+    ys, xs = torch.meshgrid(centres, centres, indexing="ij")
+    radial = (1.0 + k1 * (xs**2 + ys**2)) / (1.0 + k1)
+    return torch.stack([xs * radial, ys * radial], dim=-1).unsqueeze(0)
+
+
+def central_differences(h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(dh/dy, dh/dx)`` per pixel of ``[..., H, W]``: ``(h[i + 1] - h[i - 1]) / 2`` inside,
+    one-sided at the edges (new memory)."""
+    gy, gx = torch.empty_like(h), torch.empty_like(h)
+    for g, axis in ((gy, -2), (gx, -1)):
+        n = h.shape[axis]
+        torch.sub(h.narrow(axis, 2, n - 2), h.narrow(axis, 0, n - 2), out=g.narrow(axis, 1, n - 2))
+        g.narrow(axis, 1, n - 2).mul_(0.5)
+        torch.sub(h.narrow(axis, 1, 1), h.narrow(axis, 0, 1), out=g.narrow(axis, 0, 1))
+        torch.sub(h.narrow(axis, n - 1, 1), h.narrow(axis, n - 2, 1), out=g.narrow(axis, n - 1, 1))
+    return gy, gx
+
+
+def shifted(h: torch.Tensor, offset: tuple[int, int]) -> torch.Tensor:
+    """``out[i, j] = h[i + dy, j + dx]`` over the last two axes, 0 where that falls outside
+    (new memory)."""
+    out = torch.zeros_like(h)
+    dy, dx = offset
+    n, m = h.shape[-2:]
+    if abs(dy) >= n or abs(dx) >= m:
+        return out
+    src = h.narrow(-2, max(dy, 0), n - abs(dy)).narrow(-1, max(dx, 0), m - abs(dx))
+    out.narrow(-2, max(-dy, 0), n - abs(dy)).narrow(-1, max(-dx, 0), m - abs(dx)).copy_(src)
+    return out
 
 
 def value_noise(channels: int, resolution: int, gen: torch.Generator) -> torch.Tensor:
