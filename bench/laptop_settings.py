@@ -188,10 +188,10 @@ def table(payload: dict[str, Any]) -> str:
                 c["name"],
                 f"{last['steps'] / last['cpu_s']:.1f}",
                 last["steps"],
-                *(f"{p['dci_d']:.3f}" for p in c["points"][: len(marks)]),
+                *(f"{p['dci_d']:.3f} ({p['cpu_s']:.0f} s)" for p in c["points"][: len(marks)]),
             ]
         )
-    headers = ["candidate", "steps/CPU s", "steps", *(f"DCI-D @{m:.0f} CPU s" for m in marks)]
+    headers = ["candidate", "steps/CPU s", "steps", *(f"DCI-D @~{m:.0f} CPU s" for m in marks)]
     return markdown(headers, rows)
 
 
