@@ -29,13 +29,30 @@ class TrackingRejected(RuntimeError):
     The message names the URI and MLflow's reason, without a traceback."""
 
 
+def shown(uri: str) -> str:
+    """`uri` for messages: a database URL's password replaced by ***."""
+    if "@" not in uri or uri.startswith(("http://", "https://")):
+        return uri
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(uri).render_as_string(hide_password=True)
+    except ArgumentError:
+        return uri
+
+
 def rejected_message(uri: str, exc: BaseException) -> str:
     # MLflow's messages run to several sentences and links: the first line says why.
     text = getattr(exc, "message", None) or str(exc) or type(exc).__name__
     reason = str(text).strip().splitlines()[0] if str(text).strip() else type(exc).__name__
     if isinstance(exc, ImportError):  # a database URL whose driver is not installed
-        return f"tracking.uri {uri!r}: MLflow needs a package that is not installed ({reason})"
-    return f"tracking.uri {uri!r}: MLflow refused it ({reason[:300]})"
+        extra = " (pip install 'raystudy[postgres]')" if "psycopg" in reason else ""
+        return (
+            f"tracking.uri {shown(uri)!r}: MLflow needs a package that is not installed "
+            f"({reason}){extra}"
+        )
+    return f"tracking.uri {shown(uri)!r}: MLflow refused it ({reason[:300]})"
 
 
 @contextmanager
@@ -73,10 +90,35 @@ def is_unreachable(exc: BaseException) -> bool:
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
-        if isinstance(current, (TrackingUnreachable, *kinds)):
+        if isinstance(current, (TrackingUnreachable, *kinds)) or _database_lost(current):
             return True
         seen.add(id(current))
         current = current.__cause__ or current.__context__
+    return False
+
+
+#: PostgreSQL SQLSTATEs of a server that is gone or going: class 08 (connection exception) and
+#: 57P01-57P03 (admin/crash shutdown, cannot connect now), from PostgreSQL's Appendix A,
+#: https://www.postgresql.org/docs/current/errcodes-appendix.html
+_PG_GONE = ("08", "57P01", "57P02", "57P03")
+
+
+def _database_lost(exc: BaseException) -> bool:
+    """A database store (MLflow's SQLAlchemy store on PostgreSQL) that could not be reached or
+    dropped the connection, as opposed to one that answered with an error.
+
+    SQLAlchemy flags a dropped connection (`connection_invalidated`); a refused or timed-out
+    connect is the driver's OperationalError with no SQLSTATE (psycopg2's `pgcode`, psycopg's
+    `sqlstate`), since no server said anything. sqlite's errors carry neither attribute: a
+    locked sqlite file is busy (`is_busy`), not unreachable."""
+    if getattr(exc, "connection_invalidated", False):
+        return True
+    if type(exc).__name__ != "OperationalError":
+        return False
+    for attr in ("pgcode", "sqlstate"):
+        if hasattr(exc, attr):
+            code = getattr(exc, attr)
+            return code is None or str(code).startswith(_PG_GONE)
     return False
 
 
@@ -115,7 +157,7 @@ def unreachable_message(uri: str, exc: BaseException) -> str:
     # requests nests the OS error ("[Errno 111] Connection refused") deep in its message.
     errno = re.search(r"\[Errno -?\d+\] [^'\"()]+", text)
     reason = errno.group(0).strip() if errno else (text.splitlines() or [type(exc).__name__])[0]
-    return f"the MLflow tracking store {uri} is unreachable ({reason[:300]})"
+    return f"the MLflow tracking store {shown(uri)} is unreachable ({reason[:300]})"
 
 
 @contextmanager
