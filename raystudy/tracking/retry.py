@@ -101,6 +101,8 @@ def is_unreachable(exc: BaseException) -> bool:
 #: 57P01-57P03 (admin/crash shutdown, cannot connect now), from PostgreSQL's Appendix A,
 #: https://www.postgresql.org/docs/current/errcodes-appendix.html
 _PG_GONE = ("08", "57P01", "57P02", "57P03")
+#: libpq's words for 57P03, which reaches a client without its code while connecting.
+_PG_NOT_NOW = ("the database system is starting up", "the database system is shutting down")
 
 
 def _database_lost(exc: BaseException) -> bool:
@@ -118,7 +120,13 @@ def _database_lost(exc: BaseException) -> bool:
     for attr in ("pgcode", "sqlstate"):
         if hasattr(exc, attr):
             code = getattr(exc, attr)
-            return code is None or str(code).startswith(_PG_GONE)
+            if code is not None:
+                return str(code).startswith(_PG_GONE)
+            # libpq gives a failed connect no code: a server that answered says FATAL (a
+            # missing database or role, a wrong password), one that is starting or stopping
+            # says so in words.
+            text = str(exc)
+            return "FATAL:" not in text or any(s in text for s in _PG_NOT_NOW)
     return False
 
 
@@ -174,9 +182,14 @@ def reaching(uri: str) -> Iterator[None]:
 
 
 def check_reachable(uri: str, timeout_s: float = 10.0) -> None:
-    """Raise `TrackingUnreachable` at once when an http(s) server does not answer at all:
-    MLflow's client would retry for minutes before saying so. Any HTTP answer counts as
-    reachable; other stores (sqlite, file) are checked by using them."""
+    """Raise `TrackingUnreachable` at once when an http(s) server or a PostgreSQL database
+    does not answer at all: MLflow's client would retry for minutes (a server: 7 retries with
+    backoff; a database: 10 engine attempts, about 100 s) before saying so. Any HTTP answer
+    counts as reachable; a database that answers and refuses is `TrackingRejected`; other
+    stores (sqlite, file) are checked by using them."""
+    if uri.startswith("postgresql"):
+        _check_database(uri, timeout_s)
+        return
     if not uri.startswith(("http://", "https://")):
         return
     import requests
@@ -187,3 +200,23 @@ def check_reachable(uri: str, timeout_s: float = 10.0) -> None:
         return  # TLS set up for MLflow's client (e.g. MLFLOW_TRACKING_INSECURE_TLS) is its call
     except (requests.exceptions.ConnectionError, requests.exceptions.Timeout) as exc:
         raise TrackingUnreachable(unreachable_message(uri, exc)) from exc
+
+
+def _check_database(uri: str, timeout_s: float) -> None:
+    """One connection to the database at `uri` (opened and closed; nothing read)."""
+    from sqlalchemy import create_engine
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import SQLAlchemyError
+    from sqlalchemy.pool import NullPool
+
+    url = make_url(uri)
+    libpq = url.get_driver_name() in ("psycopg2", "psycopg")  # both take libpq's options
+    connect_args = {"connect_timeout": max(1, round(timeout_s))} if libpq else {}
+    try:
+        engine = create_engine(url, poolclass=NullPool, connect_args=connect_args)
+        with engine.connect():
+            pass
+    except (SQLAlchemyError, ImportError) as exc:
+        if is_unreachable(exc):
+            raise TrackingUnreachable(unreachable_message(uri, exc)) from exc
+        raise TrackingRejected(rejected_message(uri, exc)) from exc

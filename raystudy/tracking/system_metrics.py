@@ -52,7 +52,7 @@ class SystemMetrics:
             first.run_id,
             sampling_interval=SAMPLING_INTERVAL_S,
             samples_before_logging=SAMPLES_PER_POINT,
-            tracking_uri=first.client.tracking_uri,
+            tracking_uri=first.uri,
         )
         self.interval = float(self._mlflow.sampling_interval)
         self.samples_per_point = max(1, int(self._mlflow.samples_before_logging))
