@@ -5,10 +5,11 @@ mid-study, are in tests/reliability/test_faults_tracking.py."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import mlflow
 import pytest
-from mlflow_server import free_port
+from mlflow_server import MlflowServer, free_port
 
 from raystudy.tracking.retry import TrackingRejected, TrackingUnreachable, check_reachable
 from raystudy.tracking.writer import TrialRun
@@ -48,3 +49,24 @@ def test_a_trial_run_opened_while_the_database_is_stopped_goes_offline_at_once(
     runs = mlflow.MlflowClient(uri).search_runs([experiment_id])
     assert [r.info.run_name for r in runs] == ["trial1"]
     assert runs[0].data.metrics == {"train/loss": 2.0}
+
+
+def test_mlflow_server_over_postgres_as_the_cluster_head_runs_it(postgres, tmp_path: Path) -> None:
+    """cluster.yaml's head: `mlflow server` over a host-less postgresql+psycopg2:///mlflow (the
+    local socket, port 5432); here the socket folder and port are named (a server of its own)."""
+    postgres.create_database("served")
+    backend = (
+        f"postgresql+psycopg2:///served?host={postgres.root}&port={postgres.port}"
+        f"&user={postgres.user}"
+    )
+    server = MlflowServer(tmp_path, backend=backend).start()
+    try:
+        client = mlflow.MlflowClient(server.url)
+        run = client.create_run(client.create_experiment("served"))
+        client.log_metric(run.info.run_id, "train/loss", 0.5, step=3)
+    finally:
+        server.stop()
+    # What the server wrote is in PostgreSQL, read without it.
+    direct = mlflow.MlflowClient(postgres.uri("served"))
+    history = direct.get_metric_history(run.info.run_id, "train/loss")
+    assert [(m.step, m.value) for m in history] == [(3, 0.5)]
