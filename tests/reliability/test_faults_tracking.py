@@ -97,7 +97,12 @@ def _store(kind: str, request: pytest.FixtureRequest, database: str) -> Store:
     return Store(uri, bare, lambda: postgres.stop("immediate"), postgres.start, postgres.running)
 
 
-@pytest.mark.parametrize("kind", ["server", "postgres"])
+@pytest.mark.parametrize(
+    "kind",
+    # postgres: 27 s alone, but 379 s after the server case in one process on a loaded machine
+    # (2026-11-27, not yet explained): heavy until it is.
+    ["server", pytest.param("postgres", marks=pytest.mark.heavy)],
+)
 def test_store_lost_mid_study_then_restarted_loses_no_finished_trial(
     kind: str, cluster, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
