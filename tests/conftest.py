@@ -32,3 +32,15 @@ def ray_local(_ray_session):
     if not ray.is_initialized():
         ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     return ray
+
+
+@pytest.fixture(scope="module")
+def postgres():
+    """A throwaway PostgreSQL server on 127.0.0.1 (tests/postgres.py), or the test skipped
+    with what to install."""
+    from postgres import postgres_or_skip
+
+    server = postgres_or_skip()
+    yield server
+    server.stop("immediate")
+    server.remove()

@@ -20,11 +20,13 @@ def free_port() -> int:
 
 
 class MlflowServer:
-    """A real `mlflow server` on 127.0.0.1 over a sqlite store in `root`; `stop()` and
-    `start()` again keep the port and the store, as a restarted server would."""
+    """A real `mlflow server` on 127.0.0.1 over a sqlite store in `root` (or the database
+    `backend`); `stop()` and `start()` again keep the port and the store, as a restarted
+    server would."""
 
-    def __init__(self, root: Path, port: int | None = None) -> None:
+    def __init__(self, root: Path, port: int | None = None, backend: str | None = None) -> None:
         self.root, self.port = root, port or free_port()
+        self.backend = backend or f"sqlite:///{root / 'server.db'}"
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen | None = None
 
@@ -40,7 +42,7 @@ class MlflowServer:
                 "--port",
                 str(self.port),
                 "--backend-store-uri",
-                f"sqlite:///{self.root / 'server.db'}",
+                self.backend,
                 "--artifacts-destination",
                 str(self.root / "artifacts"),
                 "--workers",

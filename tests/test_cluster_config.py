@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import copy
+import shlex
+import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
 from ray.autoscaler._private.util import prepare_config, validate_config
+
+from raystudy.spec import TrackingConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -46,3 +50,33 @@ def test_validation_catches_what_the_schema_alone_would_miss() -> None:
     wrong_head["head_node_type"] = "gpu_head"
     with pytest.raises(ValueError, match="head_node_type"):
         validate_config(prepare_config(wrong_head))
+
+
+def _server_command(config: dict) -> list[str]:
+    (line,) = [c for c in config["head_start_ray_commands"] if "mlflow server" in c]
+    return shlex.split(line.split("&&", 1)[1])
+
+
+def test_head_serves_mlflow_over_a_postgres_store_it_sets_up() -> None:
+    config = load(ROOT / "cluster.yaml")
+    setup = config["head_setup_commands"]
+    assert any("apt-get install" in c and "postgresql" in c.split() for c in setup)
+    assert any("createdb" in c and " mlflow" in c for c in setup)
+    assert any("raystudy[postgres]" in c for c in setup)  # psycopg2 for the server
+    assert any("systemctl start postgresql" in c for c in config["head_start_ray_commands"])
+    words = _server_command(config)
+    # MLflow 3's job runner off (MLFLOW_SERVER_ENABLE_JOB_EXECUTION, read by mlflow.server).
+    assert "MLFLOW_SERVER_ENABLE_JOB_EXECUTION=false" in words
+    store = words[words.index("--backend-store-uri") + 1]
+    # The store URI as a study spec would take it: PostgreSQL, its driver named.
+    assert TrackingConfig(uri=store).uri == store and store.startswith("postgresql+psycopg2:")
+    assert words[words.index("--artifacts-destination") + 1].startswith("/mnt/shared/")
+
+
+def test_every_node_command_is_valid_bash() -> None:
+    config = load(ROOT / "cluster.yaml")
+    keys = [k for k in config if k.endswith("_commands")]
+    for key in keys:
+        for command in config[key]:
+            checked = subprocess.run(["bash", "-n", "-c", command], capture_output=True, text=True)
+            assert checked.returncode == 0, (key, command, checked.stderr)

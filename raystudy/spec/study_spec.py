@@ -80,7 +80,9 @@ class SearchConfig(_Strict):
                 f"{v!r} is not a database URL: use sqlite:///path/to/optuna.db, "
                 "postgresql://user@host/db, mysql://... or null (optuna.db in the study folder)"
             ) from None
-        return _absolute_sqlite(v, "search.storage") if url.get_backend_name() == "sqlite" else v
+        if url.get_backend_name() == "sqlite":
+            return _absolute_sqlite(v, "search.storage")
+        return _postgres_driver(v, "search.storage")
 
     @model_validator(mode="after")
     def _consistent(self, info: ValidationInfo) -> SearchConfig:
@@ -224,6 +226,34 @@ def _absolute_sqlite(url: str, field: str) -> str:
     return url if path.startswith("/") else "sqlite:///" + str(Path(path).resolve())
 
 
+#: SQLAlchemy's synchronous PostgreSQL drivers (the store is used from plain threads).
+POSTGRES_DRIVERS = ("psycopg2", "psycopg", "pg8000")
+
+
+def _postgres_driver(url: str, field: str) -> str:
+    """A PostgreSQL URL with its driver named: `postgresql://` becomes `postgresql+psycopg2://`
+    (the driver of the `postgres` extra), since which driver a bare `postgresql://` loads
+    depends on the SQLAlchemy release (psycopg2 before 2.1, psycopg 3 from 2.1 on). Other
+    URLs are returned as they are."""
+    scheme, sep, rest = url.partition("://")
+    backend, _, driver = scheme.lower().partition("+")
+    if backend == "postgres":
+        raise ValueError(
+            f"{field} {url!r}: SQLAlchemy does not know the scheme 'postgres://'; "
+            f"write postgresql://{rest}"
+        )
+    if backend != "postgresql" or not sep:
+        return url
+    if not driver:
+        return f"postgresql+psycopg2://{rest}"
+    if driver not in POSTGRES_DRIVERS:
+        raise ValueError(
+            f"{field} {url!r}: unknown PostgreSQL driver {driver!r}; use postgresql:// "
+            f"(psycopg2) or postgresql+DRIVER:// with DRIVER one of {', '.join(POSTGRES_DRIVERS)}"
+        )
+    return url
+
+
 class TrackingConfig(_Strict):
     uri: str | None = Field(None, description="MLflow tracking URI; null -> sqlite in the study")
 
@@ -235,6 +265,8 @@ class TrackingConfig(_Strict):
         scheme = v.partition("://")[0].lower() if "://" in v else ""
         if scheme == "sqlite":
             return _absolute_sqlite(v, "tracking.uri")
+        if scheme.split("+")[0] in ("postgres", "postgresql"):
+            return _postgres_driver(v, "tracking.uri")
         if scheme.split("+")[0] in TRACKING_SCHEMES:
             return v
         if scheme in ("", "file"):

@@ -29,13 +29,30 @@ class TrackingRejected(RuntimeError):
     The message names the URI and MLflow's reason, without a traceback."""
 
 
+def shown(uri: str) -> str:
+    """`uri` for messages: a database URL's password replaced by ***."""
+    if "@" not in uri or uri.startswith(("http://", "https://")):
+        return uri
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(uri).render_as_string(hide_password=True)
+    except ArgumentError:
+        return uri
+
+
 def rejected_message(uri: str, exc: BaseException) -> str:
     # MLflow's messages run to several sentences and links: the first line says why.
     text = getattr(exc, "message", None) or str(exc) or type(exc).__name__
     reason = str(text).strip().splitlines()[0] if str(text).strip() else type(exc).__name__
     if isinstance(exc, ImportError):  # a database URL whose driver is not installed
-        return f"tracking.uri {uri!r}: MLflow needs a package that is not installed ({reason})"
-    return f"tracking.uri {uri!r}: MLflow refused it ({reason[:300]})"
+        extra = " (pip install 'raystudy[postgres]')" if "psycopg" in reason else ""
+        return (
+            f"tracking.uri {shown(uri)!r}: MLflow needs a package that is not installed "
+            f"({reason}){extra}"
+        )
+    return f"tracking.uri {shown(uri)!r}: MLflow refused it ({reason[:300]})"
 
 
 @contextmanager
@@ -73,10 +90,43 @@ def is_unreachable(exc: BaseException) -> bool:
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
-        if isinstance(current, (TrackingUnreachable, *kinds)):
+        if isinstance(current, (TrackingUnreachable, *kinds)) or _database_lost(current):
             return True
         seen.add(id(current))
         current = current.__cause__ or current.__context__
+    return False
+
+
+#: PostgreSQL SQLSTATEs of a server that is gone or going: class 08 (connection exception) and
+#: 57P01-57P03 (admin/crash shutdown, cannot connect now), from PostgreSQL's Appendix A,
+#: https://www.postgresql.org/docs/current/errcodes-appendix.html
+_PG_GONE = ("08", "57P01", "57P02", "57P03")
+#: libpq's words for 57P03, which reaches a client without its code while connecting.
+_PG_NOT_NOW = ("the database system is starting up", "the database system is shutting down")
+
+
+def _database_lost(exc: BaseException) -> bool:
+    """A database store (MLflow's SQLAlchemy store on PostgreSQL) that could not be reached or
+    dropped the connection, as opposed to one that answered with an error.
+
+    SQLAlchemy flags a dropped connection (`connection_invalidated`); a refused or timed-out
+    connect is the driver's OperationalError with no SQLSTATE (psycopg2's `pgcode`, psycopg's
+    `sqlstate`), since no server said anything. sqlite's errors carry neither attribute: a
+    locked sqlite file is busy (`is_busy`), not unreachable."""
+    if getattr(exc, "connection_invalidated", False):
+        return True
+    if type(exc).__name__ != "OperationalError":
+        return False
+    for attr in ("pgcode", "sqlstate"):
+        if hasattr(exc, attr):
+            code = getattr(exc, attr)
+            if code is not None:
+                return str(code).startswith(_PG_GONE)
+            # libpq gives a failed connect no code: a server that answered says FATAL (a
+            # missing database or role, a wrong password), one that is starting or stopping
+            # says so in words.
+            text = str(exc)
+            return "FATAL:" not in text or any(s in text for s in _PG_NOT_NOW)
     return False
 
 
@@ -115,7 +165,7 @@ def unreachable_message(uri: str, exc: BaseException) -> str:
     # requests nests the OS error ("[Errno 111] Connection refused") deep in its message.
     errno = re.search(r"\[Errno -?\d+\] [^'\"()]+", text)
     reason = errno.group(0).strip() if errno else (text.splitlines() or [type(exc).__name__])[0]
-    return f"the MLflow tracking store {uri} is unreachable ({reason[:300]})"
+    return f"the MLflow tracking store {shown(uri)} is unreachable ({reason[:300]})"
 
 
 @contextmanager
@@ -132,9 +182,14 @@ def reaching(uri: str) -> Iterator[None]:
 
 
 def check_reachable(uri: str, timeout_s: float = 10.0) -> None:
-    """Raise `TrackingUnreachable` at once when an http(s) server does not answer at all:
-    MLflow's client would retry for minutes before saying so. Any HTTP answer counts as
-    reachable; other stores (sqlite, file) are checked by using them."""
+    """Raise `TrackingUnreachable` at once when an http(s) server or a PostgreSQL database
+    does not answer at all: MLflow's client would retry for minutes (a server: 7 retries with
+    backoff; a database: 10 engine attempts, about 100 s) before saying so. Any HTTP answer
+    counts as reachable; a database that answers and refuses is `TrackingRejected`; other
+    stores (sqlite, file) are checked by using them."""
+    if uri.startswith("postgresql"):
+        _check_database(uri, timeout_s)
+        return
     if not uri.startswith(("http://", "https://")):
         return
     import requests
@@ -145,3 +200,23 @@ def check_reachable(uri: str, timeout_s: float = 10.0) -> None:
         return  # TLS set up for MLflow's client (e.g. MLFLOW_TRACKING_INSECURE_TLS) is its call
     except (requests.exceptions.ConnectionError, requests.exceptions.Timeout) as exc:
         raise TrackingUnreachable(unreachable_message(uri, exc)) from exc
+
+
+def _check_database(uri: str, timeout_s: float) -> None:
+    """One connection to the database at `uri` (opened and closed; nothing read)."""
+    from sqlalchemy import create_engine
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import SQLAlchemyError
+    from sqlalchemy.pool import NullPool
+
+    url = make_url(uri)
+    libpq = url.get_driver_name() in ("psycopg2", "psycopg")  # both take libpq's options
+    connect_args = {"connect_timeout": max(1, round(timeout_s))} if libpq else {}
+    try:
+        engine = create_engine(url, poolclass=NullPool, connect_args=connect_args)
+        with engine.connect():
+            pass
+    except (SQLAlchemyError, ImportError) as exc:
+        if is_unreachable(exc):
+            raise TrackingUnreachable(unreachable_message(uri, exc)) from exc
+        raise TrackingRejected(rejected_message(uri, exc)) from exc

@@ -41,7 +41,9 @@ class SystemMetrics:
         from mlflow.system_metrics.system_metrics_monitor import SystemMetricsMonitor
 
         self._runs = runs
-        first = next(iter(runs()), None)
+        # An offline run is skipped: MLflow's monitor makes clients of the store it cannot
+        # reach (for a database store, ~100 s of engine retries each).
+        first = next((r for r in runs() if r.offline is None), None)
         if first is None:
             # Nothing to log to; and without a URI MLflow would open its default store,
             # ./mlflow.db in whatever folder the trial runs in.
@@ -52,7 +54,7 @@ class SystemMetrics:
             first.run_id,
             sampling_interval=SAMPLING_INTERVAL_S,
             samples_before_logging=SAMPLES_PER_POINT,
-            tracking_uri=first.client.tracking_uri,
+            tracking_uri=first.uri,
         )
         self.interval = float(self._mlflow.sampling_interval)
         self.samples_per_point = max(1, int(self._mlflow.samples_before_logging))

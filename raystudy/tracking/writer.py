@@ -19,6 +19,7 @@ import json
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -118,9 +119,11 @@ class StudyTracker:
         client = MlflowClient(uri)
         experiment = client.get_experiment_by_name(study)
         if experiment is None:
-            # A local store keeps artifacts in the study folder; a tracking server decides
-            # itself (it usually proxies them to its own artifact store).
-            local = uri.startswith(("sqlite:", "file:", "/"))
+            # A store without a server (sqlite, file, a database such as PostgreSQL) keeps
+            # artifacts in the study folder (MLflow's default, ./mlruns, would be each trial
+            # process's working folder); a tracking server decides itself (it usually proxies
+            # them to its own artifact store).
+            local = not uri.startswith(("http://", "https://", "databricks"))
             experiment_id = client.create_experiment(
                 study,
                 artifact_location=artifact_dir.resolve().as_uri() if local else None,
@@ -237,17 +240,23 @@ class TrialRun:
 
     def __init__(
         self,
-        client: MlflowClient,
+        uri: str,
         run_id: str | None,
         finished: dict[str, float] | None = None,
         offline: str | None = None,
     ) -> None:
-        self.client, self.run_id = client, run_id
+        self.uri, self.run_id = uri, run_id
         #: The final metrics of a run that had already finished when it was opened again
         #: (its trial was cut off between logging its results and reporting them to Tune).
         self.finished = finished
         #: Why this run stopped writing (the store became unreachable), or None.
         self.offline = offline
+
+    @cached_property
+    def client(self) -> MlflowClient:
+        # Made when first written with, never for an offline run: MLflow's client for a
+        # database store connects as it is made, retrying a stopped one for ~100 s.
+        return MlflowClient(self.uri)
 
     def _write(self, write: Callable[[], object]) -> None:
         if self.offline is not None:
@@ -260,7 +269,7 @@ class TrialRun:
             self._go_offline(exc)
 
     def _go_offline(self, exc: BaseException) -> None:
-        self.offline = unreachable_message(self.client.tracking_uri, exc)
+        self.offline = unreachable_message(self.uri, exc)
         print(
             f"raystudy: {self.offline}; the trial goes on without MLflow (run "
             f"{self.run_id or 'not created'}): its results stay in Tune's storage and are "
@@ -282,8 +291,10 @@ class TrialRun:
     ) -> TrialRun:
         """Find this trial's run by its Ray trial id, or create it (params logged once); an
         `offline` run without an id when the store cannot be reached."""
-        client = MlflowClient(uri)
         try:
+            # A stopped server or database is said in seconds, not after MLflow's retries.
+            check_reachable(uri)
+            client = MlflowClient(uri)
             # Each call is retried on its own: the sequence as a whole is not idempotent.
             found = retry_busy(
                 lambda: client.search_runs(
@@ -295,11 +306,11 @@ class TrialRun:
             if found:
                 run_id = found[0].info.run_id
                 if found[0].info.status == "FINISHED":
-                    return cls(client, run_id, finished=dict(found[0].data.metrics))
+                    return cls(uri, run_id, finished=dict(found[0].data.metrics))
                 retry_busy(lambda: client.update_run(run_id, status="RUNNING"))
                 if CLOSED_TAG in found[0].data.tags:  # the trial is back: no longer closed
                     retry_busy(lambda: client.delete_tag(run_id, CLOSED_TAG))
-                return cls(client, run_id)
+                return cls(uri, run_id)
             all_tags = {ROLE_TAG: TRIAL_ROLE, TRIAL_ID_TAG: trial_id, **tags}
             if parent_run_id:
                 all_tags[PARENT_TAG] = parent_run_id
@@ -309,11 +320,11 @@ class TrialRun:
             entries = [Param(k, str(v)) for k, v in params.items()]
             for chunk in _chunks(entries, _MAX_PARAMS):
                 retry_busy(lambda chunk=chunk: client.log_batch(run.info.run_id, params=chunk))
-            return cls(client, run.info.run_id)
+            return cls(uri, run.info.run_id)
         except Exception as exc:
             if not is_unreachable(exc):
                 raise
-            offline = cls(client, None)
+            offline = cls(uri, None)
             offline._go_offline(exc)
             return offline
 

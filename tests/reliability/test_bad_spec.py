@@ -433,6 +433,16 @@ SPACE = "space: {model: {beta: {uniform: [1, 2]}}}"
         ("tracking: {uri: 'bogus://x'}\n", "tracking.uri", ["unknown tracking store", "sqlite://"]),
         ("tracking: {uri: 'sqlite://'}\n", "tracking.uri", ["names no database file"]),
         (
+            "tracking: {uri: 'postgres://u@h/db'}\n",
+            "tracking.uri",
+            ["does not know the scheme 'postgres://'", "postgresql://u@h/db"],
+        ),
+        (
+            "tracking: {uri: 'postgresql+asyncpg://u@h/db'}\n",
+            "tracking.uri",
+            ["unknown PostgreSQL driver 'asyncpg'", "psycopg2, psycopg, pg8000"],
+        ),
+        (
             "tracking: {uri: 'file:///tmp/mlruns'}\n",
             "tracking.uri",
             ["file store", "MLFLOW_ALLOW_FILE_STORE=true", "sqlite:///"],
@@ -542,6 +552,22 @@ def test_relative_stores_are_made_absolute_and_an_objectives_own_terms_are_metri
     spec = load_spec(path)
     assert spec.tracking.uri == f"sqlite:///{tmp_path / 'rel.db'}"
     assert spec.search.asha is not None and spec.search.asha.metric == "train/tc"
+
+
+@pytest.mark.parametrize(
+    ("uri", "stored"),
+    [
+        # Which driver a bare postgresql:// loads depends on SQLAlchemy's release (psycopg 3
+        # from 2.1 on); the `postgres` extra installs psycopg2.
+        ("postgresql://u@h:5432/db", "postgresql+psycopg2://u@h:5432/db"),
+        ("postgresql+psycopg://u@h/db", "postgresql+psycopg://u@h/db"),
+        ("http://127.0.0.1:5000", "http://127.0.0.1:5000"),
+    ],
+)
+def test_a_postgres_store_names_its_driver(tmp_path: Path, uri: str, stored: str) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(f"name: s\ntracking: {{uri: '{uri}'}}\n")
+    assert load_spec(path).tracking.uri == stored
 
 
 def test_a_bad_corner_of_a_search_space_is_found_even_when_no_draw_reaches_it(

@@ -1,6 +1,6 @@
-"""The tracking store under faults: a real `mlflow server` on 127.0.0.1 stopped mid-study and
-started again, and several trials logging to one store at once (server, sqlite, file), with
-every metric point counted.
+"""The tracking store under faults: a real `mlflow server` on 127.0.0.1, or a real PostgreSQL
+server (tests/postgres.py), stopped mid-study and started again, and several trials logging to
+one store at once (server, sqlite, file, PostgreSQL), with every metric point counted.
 
 MLflow's client retries a lost server for about 4 minutes by default
 (`MLFLOW_HTTP_REQUEST_MAX_RETRIES`=7, backoff factor 2); the tests shorten that to seconds,
@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import multiprocessing
 import threading
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import mlflow
@@ -28,6 +30,7 @@ from raystudy.cli import app
 from raystudy.keys import SYSTEM
 from raystudy.study.driver import resume_study, run_study
 from raystudy.tags import SYNCED_TAG
+from raystudy.tracking.retry import shown
 from raystudy.tune.state import TUNE_DIR, read_tune_trials
 
 # MLflow 3 refuses its file store unless asked ("maintenance mode"); the tests ask.
@@ -70,10 +73,40 @@ def _running(server: MlflowServer) -> MlflowServer:
     return server if server.healthy() else server.start()
 
 
-def test_server_lost_mid_study_then_restarted_loses_no_finished_trial(
-    cluster, server: MlflowServer, tmp_path: Path
+@dataclass
+class Store:
+    """A store a test can stop (as a crash would) and start again on the same data."""
+
+    uri: str  # as the study records it
+    written: str  # as the spec names it
+    stop: Callable[[], object]
+    start: Callable[[], object]
+    up: Callable[[], bool]
+
+
+def _store(kind: str, request: pytest.FixtureRequest, database: str) -> Store:
+    if kind == "server":
+        server = _running(request.getfixturevalue("server"))
+        return Store(server.url, server.url, server.stop, server.start, server.healthy)
+    postgres = request.getfixturevalue("postgres")  # skips, saying why, without PostgreSQL
+    if not postgres.running():
+        postgres.start()
+    uri = postgres.create_database(database)
+    # The spec names no driver (postgresql://), as a user would; the study records psycopg2.
+    bare = uri.replace("postgresql+psycopg2://", "postgresql://")
+    return Store(uri, bare, lambda: postgres.stop("immediate"), postgres.start, postgres.running)
+
+
+@pytest.mark.parametrize(
+    "kind",
+    # postgres: 27 s alone, but 379 s after the server case in one process on a loaded machine
+    # (2026-11-27, not yet explained): heavy until it is.
+    ["server", pytest.param("postgres", marks=pytest.mark.heavy)],
+)
+def test_store_lost_mid_study_then_restarted_loses_no_finished_trial(
+    kind: str, cluster, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
-    _running(server)
+    store = _store(kind, request, "outage")
     name = "outage"
     overrides = tiny(
         name,
@@ -81,7 +114,7 @@ def test_server_lost_mid_study_then_restarted_loses_no_finished_trial(
         "grid={seed: [0, 1]}",
         "resources={cpu: 1, gpu: 0}",
         "execution.max_concurrent_trials=1",
-        f"tracking.uri={server.url}",
+        f"tracking.uri={store.written}",
     )
     study_dir = tmp_path / name
     seen: dict[str, dict[str, float]] = {}
@@ -92,7 +125,7 @@ def test_server_lost_mid_study_then_restarted_loses_no_finished_trial(
             first = wait_for(lambda: finished_runs(study_dir), 180, "a first trial to finish")
             for run in first:
                 seen[run.info.run_name] = dict(run.data.metrics)
-            server.stop()
+            store.stop()
         except BaseException as exc:  # re-raised in the test's thread
             errors.append(exc)
 
@@ -103,12 +136,12 @@ def test_server_lost_mid_study_then_restarted_loses_no_finished_trial(
     stopper.join(timeout=5)
     if errors:
         raise errors[0]
-    assert seen and not server.healthy()
+    assert seen and not store.up()
     # The study finished anyway, and says what is missing where, and what to do.
     assert ran.exit_code == 1, ran.output
     assert "2 finished" in ran.output
     said = " ".join(ran.output.split())
-    assert f"the MLflow tracking store {server.url} is unreachable" in said
+    assert f"the MLflow tracking store {shown(store.uri)} is unreachable" in said
     assert f"raystudy analyze {name} --output {tmp_path} --from-tune" in said
     assert f"raystudy resume {name} --output {tmp_path}" in said
 
@@ -133,12 +166,13 @@ def test_server_lost_mid_study_then_restarted_loses_no_finished_trial(
     down = CliRunner().invoke(app, ["resume", name, "--output", str(tmp_path)])
     assert down.exit_code == 2 and "unreachable" in down.output, down.output
 
-    server.start()  # same port, same store
+    store.start()  # same port, same store
     outcome = resume_study(study_dir)
     assert outcome.ok and outcome.tracking_error is None, outcome
+    assert outcome.info.tracking_uri == store.uri
     assert outcome.synced == 2 - len(seen) == 1
-    client = mlflow.MlflowClient(server.url)
-    runs = trial_runs(server.url, outcome.info.experiment_id)
+    client = mlflow.MlflowClient(store.uri)
+    runs = trial_runs(store.uri, outcome.info.experiment_id)
     assert len(runs) == 2 and {r.info.status for r in runs} == {"FINISHED"}
     recorded = {t.name: t for t in read_tune_trials(study_dir / TUNE_DIR)}
     for run in runs:
@@ -153,16 +187,28 @@ def test_server_lost_mid_study_then_restarted_loses_no_finished_trial(
     parent = client.get_run(outcome.info.parent_run_id)
     assert parent.info.status == "FINISHED"
 
+    # With the store back, the analysis reads MLflow and logs its files to the parent run.
+    read = CliRunner().invoke(
+        app, ["analyze", name, "--output", str(tmp_path), "--bootstrap", "10"]
+    )
+    assert read.exit_code == 0 and "Runs: 2 finished" in read.output, read.output
+    logged = {a.path for a in client.list_artifacts(outcome.info.parent_run_id)}
+    assert logged, "the analysis logged nothing"
+    if kind == "postgres":  # a store without a server keeps artifacts in the study folder
+        location = client.get_experiment(outcome.info.experiment_id).artifact_location
+        assert location.startswith(study_dir.resolve().as_uri()), location
 
-def _store_uri(store: str, server: MlflowServer, folder: Path) -> str:
+
+def _store_uri(store: str, request: pytest.FixtureRequest, folder: Path) -> str:
+    if store in ("server", "postgres"):
+        return _store(store, request, folder.name.lower()[:40]).uri
     return {
         "sqlite": f"sqlite:///{folder / 'mlflow.db'}",
         "file": (folder / "mlruns").as_uri(),
-        "server": _running(server).url if store == "server" else "",
     }[store]
 
 
-STORES = ["sqlite", "file", "server"]
+STORES = ["sqlite", "file", "server", "postgres"]
 
 
 @pytest.mark.parametrize(
@@ -172,14 +218,14 @@ STORES = ["sqlite", "file", "server"]
     # minutes, 2,931 of 19,200 stored after 10 min, load average ~5): 16 on the server.
     + [
         pytest.param(store, writers, 200, marks=pytest.mark.heavy)
-        for store, writers in (("sqlite", 32), ("file", 32), ("server", 16))
+        for store, writers in (("sqlite", 32), ("file", 32), ("server", 16), ("postgres", 32))
     ],
 )
 def test_trial_writers_at_once_lose_no_point(
     store: str,
     writers: int,
     steps: int,
-    server: MlflowServer,
+    request: pytest.FixtureRequest,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -189,7 +235,7 @@ def test_trial_writers_at_once_lose_no_point(
     # MLflow's own retry settings: nothing is down here, only crowded.
     for key, value in FILE_STORE.items():
         monkeypatch.setenv(key, value)  # for this process; the writers are handed them
-    uri = _store_uri(store, server, tmp_path)
+    uri = _store_uri(store, request, tmp_path)
     # The driver creates the experiment (and a fresh sqlite schema) before any trial runs.
     experiment_id = mlflow.MlflowClient(uri).create_experiment(f"writers-{store}")
     # Each writer a process of its own, forked from a server that imported MLflow once.
@@ -223,10 +269,10 @@ def test_trial_writers_at_once_lose_no_point(
 @pytest.mark.heavy
 @pytest.mark.parametrize("store", STORES)
 def test_eight_trials_of_a_study_at_once_log_every_point(
-    store: str, cluster, server: MlflowServer, tmp_path: Path
+    store: str, cluster, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
     steps, every, n = 40, 2, 8
-    uri = _store_uri(store, server, tmp_path)
+    uri = _store_uri(store, request, tmp_path)
     spec = load_spec(
         SMOKE,
         tiny(

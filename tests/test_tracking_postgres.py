@@ -1,0 +1,72 @@
+"""MLflow over a real PostgreSQL server (tests/postgres.py): what raystudy says when the
+database is missing, refuses or is stopped. Whole studies on it, with the server stopped
+mid-study, are in tests/reliability/test_faults_tracking.py."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import mlflow
+import pytest
+from mlflow_server import MlflowServer, free_port
+
+from raystudy.tracking.retry import TrackingRejected, TrackingUnreachable, check_reachable
+from raystudy.tracking.writer import TrialRun
+
+
+def test_a_database_that_answers_refuses_and_one_that_does_not_is_unreachable(postgres) -> None:
+    uri = postgres.create_database("reach")
+    check_reachable(uri)  # answers: nothing raised
+    with pytest.raises(TrackingRejected, match='database "absent" does not exist'):
+        check_reachable(postgres.uri("absent"))
+    nobody = f"postgresql+psycopg2://raystudy:secret@127.0.0.1:{free_port()}/db"
+    started = time.monotonic()
+    with pytest.raises(TrackingUnreachable, match="Connection refused") as caught:
+        check_reachable(nobody)
+    assert time.monotonic() - started < 5  # not after MLflow's ~100 s of engine retries
+    assert "secret" not in str(caught.value) and "raystudy:***@" in str(caught.value)
+
+
+def test_a_trial_run_opened_while_the_database_is_stopped_goes_offline_at_once(
+    postgres,
+) -> None:
+    uri = postgres.create_database("offline")
+    experiment_id = mlflow.MlflowClient(uri).create_experiment("offline")
+    postgres.stop("fast")
+    try:
+        started = time.monotonic()
+        run = TrialRun.open(uri, experiment_id, "t0", "trial0", {"a": 1}, {})
+        assert run.offline is not None and "is unreachable" in run.offline, run.offline
+        assert time.monotonic() - started < 10
+        run.log_metrics({"train/loss": 1.0}, step=1)  # skipped, not raised
+    finally:
+        postgres.start()
+    # Back up: a trial opened now logs, and nothing else was written meanwhile.
+    run = TrialRun.open(uri, experiment_id, "t1", "trial1", {"a": 1}, {})
+    assert run.offline is None
+    run.log_metrics({"train/loss": 2.0}, step=1)
+    runs = mlflow.MlflowClient(uri).search_runs([experiment_id])
+    assert [r.info.run_name for r in runs] == ["trial1"]
+    assert runs[0].data.metrics == {"train/loss": 2.0}
+
+
+def test_mlflow_server_over_postgres_as_the_cluster_head_runs_it(postgres, tmp_path: Path) -> None:
+    """cluster.yaml's head: `mlflow server` over a host-less postgresql+psycopg2:///mlflow (the
+    local socket, port 5432); here the socket folder and port are named (a server of its own)."""
+    postgres.create_database("served")
+    backend = (
+        f"postgresql+psycopg2:///served?host={postgres.root}&port={postgres.port}"
+        f"&user={postgres.user}"
+    )
+    server = MlflowServer(tmp_path, backend=backend).start()
+    try:
+        client = mlflow.MlflowClient(server.url)
+        run = client.create_run(client.create_experiment("served"))
+        client.log_metric(run.info.run_id, "train/loss", 0.5, step=3)
+    finally:
+        server.stop()
+    # What the server wrote is in PostgreSQL, read without it.
+    direct = mlflow.MlflowClient(postgres.uri("served"))
+    history = direct.get_metric_history(run.info.run_id, "train/loss")
+    assert [(m.step, m.value) for m in history] == [(3, 0.5)]
