@@ -3,8 +3,9 @@
     python -m bench.driver_scale [--trials 1000 5000 12600] [--seeds-per-trial 1 10]
         [--store sqlite | server] [--tracking-uri URI] [--interrupt 0.5] [--json PATH]
 
-Each trial is dry (train.steps 0, no metrics or probes, 4 latents: the dry trials of
-`bench/study_overhead.py`), so what is measured is the driver, Ray Tune and the MLflow store,
+Each trial is dry (train.steps 0, no metrics or probes, 4 latents, no logged model and no
+figures: `execution.log_models` and `log_artifacts` false, as a sweep this size would set
+them), so what is measured is the driver, Ray Tune and the MLflow store,
 through the same code path as a real study: the `raystudy` command in a child process, as a
 user runs it. Per size N (models) and stacking S (`execution.seeds_per_trial`: N / S Tune
 trials):
@@ -54,6 +55,10 @@ DRY = [
     "grid.model=[{objective: beta_vae}]",
     "grid.train={input_noise: [false]}",
     "resources.cpu=1",
+    # What a sweep of this size would set: 12,600 encoders (1.9 MB each) and ~75,000 figures
+    # are not worth their disk, and drawing the figures costs a trial ~1-2 CPU s.
+    "execution.log_models=false",
+    "execution.log_artifacts=false",
 ]
 POLL_S = 0.5
 

@@ -3,6 +3,7 @@ gt_decoder on the ground-truth factors themselves."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -206,3 +207,35 @@ def test_an_in_process_resume_continues_from_the_checkpoint_as_it_was(tmp_path: 
 
     assert last_loss(cut) == last_loss(whole)
     assert cut.results[-1]["dis/mig"] == whole.results[-1]["dis/mig"]
+
+
+def test_log_artifacts_false_logs_the_scores_and_no_figures(tmp_path: Path) -> None:
+    """`execution.log_artifacts: false` (huge sweeps) skips the figures, not the results."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(uri)
+    experiment = client.create_experiment("bare")
+    config = TrialConfig.model_validate(
+        {
+            "dataset": {"name": "dsprites"},
+            "split": "iid",
+            "model": {"latent_dim": 4},
+            "train": {"steps": 2, "batch_size": 8, "report_every": 1},
+            "evaluation": {
+                "metrics": ["mig"],
+                "probes": [],
+                "num_train": 100,
+                "num_test": 50,
+                "num_eval_images": 16,
+            },
+        }
+    )
+    ctx = TrialContext(uri, experiment, None, "bare", "t1", "t1", log_models=False)
+    results = run_trial(config, replace(ctx, log_artifacts=False), ListReporter())
+    run = client.search_runs([experiment])[0]
+    assert run.info.status == "FINISHED" and "dis/mig" in results
+    assert run.data.metrics["dis/mig"] == results["dis/mig"]
+    assert client.list_artifacts(run.info.run_id) == []
+    drawn_in = client.create_experiment("drawn")
+    run_trial(config, replace(ctx, experiment_id=drawn_in, trial_id="t2"), ListReporter())
+    drawn = client.search_runs([drawn_in])[0]
+    assert "reconstructions.png" in {a.path for a in client.list_artifacts(drawn.info.run_id)}

@@ -150,6 +150,13 @@ class ExecutionConfig(_Strict):
         "model, images -> representation means; 1.9 MB a trial for the conv net at 64 px, 38 "
         "MB for the resnet at 128 px); false for huge sweeps whose models are not worth it",
     )
+    log_artifacts: bool = Field(
+        True,
+        description="draw and log each finished trial's figures (reconstructions, held-out "
+        "reconstructions, latent traversals and their GIF, the DCI Hinton diagram; ~0.4 MB and "
+        "~1-2 CPU s a trial on 2026-11-27's dev box); false for huge sweeps: the metrics and "
+        "models are logged all the same",
+    )
     register_models: bool = Field(
         False,
         description="also register each logged model in the MLflow model registry, as a "

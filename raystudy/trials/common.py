@@ -67,10 +67,12 @@ class TrialContext:
     code_version: str = ""
     node: str = ""
     gpu_ids: str = ""
-    #: `execution.log_models` and `execution.register_models` of the study.
+    #: `execution.log_models`, `register_models`, `system_metrics` and `log_artifacts` of the
+    #: study.
     log_models: bool = True
     register_models: bool = False
     system_metrics: bool = True
+    log_artifacts: bool = True
 
 
 def run_tags(config: TrialConfig, ctx: TrialContext) -> dict[str, str]:

@@ -87,7 +87,8 @@ def run_trial(config: TrialConfig, ctx: TrialContext, reporter: Reporter) -> dic
         )
         results = score_model(model, dataset, split, config, device, n_jobs=threads)
         run.log_metrics(results, step=config.train.steps)
-        log_artifacts(run, model, dataset, split, config, device)
+        if ctx.log_artifacts:
+            log_artifacts(run, model, dataset, split, config, device)
         log_trained_model(run, model, dataset, split, config, ctx)
     # The run is complete before the last report: Tune may end the trial inside report().
     run.finish("FINISHED")

@@ -158,7 +158,8 @@ def run_seed_stack(
             try:
                 scores = score_model(models[s], dataset, split, configs[s], device, n_jobs=threads)
                 runs[s].log_metrics(scores, step=configs[s].train.steps)
-                log_artifacts(runs[s], models[s], dataset, split, configs[s], device)
+                if ctx.log_artifacts:
+                    log_artifacts(runs[s], models[s], dataset, split, configs[s], device)
                 log_trained_model(runs[s], models[s], dataset, split, configs[s], ctx)
             except Exception as exc:  # one seed's failure must not cost the others theirs
                 runs[s].set_tags(error_tags(exc))

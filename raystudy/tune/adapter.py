@@ -285,6 +285,7 @@ def make_trainable(spec: StudySpec, context: dict[str, Any], resources: dict[str
                 "log_models": spec.execution.log_models,
                 "register_models": spec.execution.register_models,
                 "system_metrics": spec.execution.system_metrics,
+                "log_artifacts": spec.execution.log_artifacts,
             },
             **_stacking(spec),
         ),
