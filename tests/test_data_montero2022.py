@@ -136,7 +136,9 @@ def grids(datasets) -> dict[str, tuple[np.ndarray, np.ndarray]]:
 
 
 def test_every_condition_is_tested() -> None:
-    assert {(f, c) for c, fams in CONDITIONS.items() for f in fams} == set(COUNTS)
+    # circles and simple: tests/test_data_circles.py.
+    official = {(f, c) for c, fams in CONDITIONS.items() for f in fams if f in VALUES}
+    assert official == set(COUNTS)
 
 
 @pytest.mark.parametrize(("family", "condition"), list(COUNTS))

@@ -17,6 +17,9 @@ FAMILIES: dict[str, tuple[str, ...]] = {
         "horizontal_axis",
         "vertical_axis",
     ),
+    # Montero et al. (2022)'s Spriteworld sets (raystudy.data.circles), in their code's order.
+    "circles": ("pos_x", "pos_y"),
+    "simple": ("pos_x", "pos_y", "shape"),
 }
 
 

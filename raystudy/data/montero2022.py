@@ -8,7 +8,8 @@ The sets are those of the paper's code (``mmrl/lost-in-latent-space``,
 values to grid indices. The value thresholds fall between grid values, so each translation is
 exact: dSprites positions are ``i / 31`` and scales ``0.5 + 0.1 i``; 3dshapes hues ``i / 10``,
 scales ``linspace(0.75, 1.25, 8)`` and orientations ``linspace(-30, 30, 15)``; MPI3D's values
-are the indices themselves.
+are the indices themselves; ``circles`` and ``simple`` (:mod:`raystudy.data.circles`, whose
+grid is raystudy's choice) place the sprite at ``0.1 + 0.8 i / 31``.
 
 =======================  ==============================================================
 split                    held-out set (indices; the paper's condition in brackets)
@@ -34,6 +35,10 @@ montero2022_objc2horz    [recomb2range/objc2horz] MPI3D: red & horizontal_axis 0
 montero2022_horz_gt20    [extrp/horz_gt20] MPI3D: horizontal_axis 21..39; trains on
                          0..19, so index 20 is in neither set, as in the paper's code
 montero2022_objc_gt3     [extrp/objc_gt3] MPI3D: object_color 4..5 (brown, olive)
+montero2022_midpos       [recomb2range/midpos] circles: pos_x and pos_y 10..21 (in
+                         [0.35, 0.65]); simple: the square (shape 1) there
+montero2022_shape2px     [recomb2range/shape2px] circles: pos_x and pos_y 16..31 (> 0.5);
+                         simple: the square there
 =======================  ==============================================================
 
 ``montero2022_loo``'s sets equal Montero et al. 2021's recombination-to-element
@@ -78,12 +83,16 @@ from typing import Any
 from raystudy.data.base import GroundTruthDataset
 from raystudy.data.families import FAMILIES, family_of
 from raystudy.data.montero import EXCLUDED as MONTERO_2021
-from raystudy.data.montero import GRID_SIZES
+from raystudy.data.montero import GRID_SIZES as OFFICIAL_GRID_SIZES
 from raystudy.data.selectors import Selector, SelectorError
 from raystudy.data.split_registry import SplitOptionError, register_split
 from raystudy.data.splits import Scenario, Split
 
+GRID_SIZES = {**OFFICIAL_GRID_SIZES, "circles": (32, 32), "simple": (32, 32, 2)}
 _HUE_LOW = {"le": 5}  # hues <= 0.5
+# circles and simple: positions 0.1 + 0.8 i / 31 (raystudy.data.circles); [0.35, 0.65] is
+# 10..21 and > 0.5 is 16..31.
+_MIDDLE = {"ge": 10, "le": 21}
 _EVEN_10 = [0, 2, 4, 6, 8]
 
 
@@ -126,6 +135,14 @@ CONDITIONS: dict[str, dict[str, Condition]] = {
     "objc_gt3": {
         "mpi3d": Condition({"object_color": {"ge": 4}}, ood_factors=("object_color",)),
     },
+    "midpos": {
+        "circles": Condition({"pos_x": _MIDDLE, "pos_y": _MIDDLE}),
+        "simple": Condition({"pos_x": _MIDDLE, "pos_y": _MIDDLE, "shape": [1]}),
+    },
+    "shape2px": {
+        "circles": Condition({"pos_x": {"ge": 16}, "pos_y": {"ge": 16}}),
+        "simple": Condition({"pos_x": {"ge": 16}, "pos_y": {"ge": 16}, "shape": [1]}),
+    },
 }
 
 _SOURCE = "(Montero et al. 2022; lost-in-latent-space, scripts/configs/datasplits.py)"
@@ -155,6 +172,10 @@ DOCS = {
     "trains on < 20 (20 is in neither set). " + _SOURCE,
     "objc_gt3": "Colour > 3 [extrp/objc_gt3]: held out, MPI3D object_color > 3 (brown, "
     "olive). " + _SOURCE,
+    "midpos": "Middle positions [recomb2range/midpos]: held out, circles with both "
+    "positions in [0.35, 0.65]; simple: squares there. " + _SOURCE,
+    "shape2px": "Corner [recomb2range/shape2px]: held out, circles with both positions > 0.5; "
+    "simple: squares there. " + _SOURCE,
 }
 
 # family -> modifier -> the set it keeps
@@ -220,12 +241,12 @@ def _modifier_sets(
             f"split {split!r}: option 'modifiers' must be a list of names, got {modifiers!r}",
             option="modifiers",
         )
-    allowed = MODIFIERS[family]
+    allowed = MODIFIERS.get(family, {})
     for mod in modifiers:
         if mod not in allowed:
             raise SplitOptionError(
                 f"split {split!r}: unknown modifier {mod!r} for the {family} grid; "
-                f"allowed: {', '.join(allowed)}",
+                f"allowed: {', '.join(allowed) or 'none'}",
                 option="modifiers",
             )
     return [allowed[m] for m in modifiers]
