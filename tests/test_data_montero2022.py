@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from raystudy.data import GroundTruthDataset, SelectorError, get_dataset, get_split
-from raystudy.data.montero2022 import CONDITIONS, MODIFIERS
+from raystudy.data.montero2022 import CONDITIONS, KINDS, MODIFIERS
 from raystudy.data.split_registry import SplitOptionError, split_from_config
 
 # The official factor values (the datasets' documentation, and the paper code's tables).
@@ -260,3 +260,23 @@ def test_bad_uses_are_named(datasets, name, family, options, words) -> None:
 def test_needs_the_official_grid() -> None:
     with pytest.raises(ValueError, match=r"'montero2022_loo' is written for the official dsprites"):
         get_split("montero2022_loo", get_dataset("dsprites", orientation_bins=10))
+
+
+@pytest.mark.parametrize(
+    ("kind", "family", "condition"),
+    [(k, f, c) for k, fams in KINDS.items() for f, c in fams.items() if f in VALUES],
+)
+def test_kinds_pick_the_papers_variant_per_dataset(datasets, grids, kind, family, condition):
+    ds, (idx, values) = datasets[family], grids[family]
+    split = get_split(f"montero2022_{kind}", ds)
+    assert split.name == f"montero2022_{condition}"
+    assert np.array_equal(
+        split.mask("heldout", idx[::3]), paper_test_mask(family, condition, values[::3])
+    )
+
+
+def test_kinds_on_other_grids_are_refused() -> None:
+    with pytest.raises(
+        ValueError, match=r"'montero2022_extrp' is defined on the grids of dsprites"
+    ):
+        get_split("montero2022_extrp", get_dataset("circles"))

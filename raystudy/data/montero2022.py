@@ -45,6 +45,10 @@ montero2022_shape2px     [recomb2range/shape2px] circles: pos_x and pos_y 16..31
 (:mod:`raystudy.data.montero`), and dSprites' ``shape2tx`` and ``blank_side`` its
 recombination-to-range and extrapolation: the 2022 paper reuses them.
 
+``montero2022_r2e``, ``montero2022_r2r`` and ``montero2022_extrp`` name the paper's three
+kinds of condition and pick the variant its figures show on each dataset (:data:`KINDS`), so
+one grid can cross datasets with conditions.
+
 The encoder trains on the complement (``horz_gt20``: on indices 0..19). Each split has one
 probe scenario, ``test``: probes fit on the encoder's set and are scored on the held-out one,
 with the R^2 denominator the variance over the whole grid (``r2_variance: grid``), since a
@@ -266,3 +270,37 @@ def _register(condition: str) -> Callable[..., Split]:
 
 
 SPLIT_FACTORIES = {condition: _register(condition) for condition in CONDITIONS}
+
+# The paper's three kinds of condition, and the variant its figures use on each dataset
+# (lost-in-latent-space, scripts/analysis/conditions.yaml: r2e, r2r, extrp per dataset; on
+# MPI3D the first of its two variants, on circles and simple the main text's midpos). A study
+# crosses datasets with these, since a grid cannot pair a dataset with its own split names.
+KINDS: dict[str, dict[str, str]] = {
+    "r2e": {"dsprites": "loo", "shapes3d": "loo", "mpi3d": "loo"},
+    "r2r": {
+        "dsprites": "shape2tx",
+        "shapes3d": "shape2ohue",
+        "mpi3d": "cyl2horz",
+        "circles": "midpos",
+        "simple": "midpos",
+    },
+    "extrp": {"dsprites": "blank_side", "shapes3d": "fhue_gt50", "mpi3d": "horz_gt20"},
+}
+KIND_NAMES = {"r2e": "recombination-to-element", "r2r": "recombination-to-range"}
+KIND_NAMES["extrp"] = "extrapolation"
+
+
+def _register_kind(kind: str) -> Callable[..., Split]:
+    name = f"montero2022_{kind}"
+
+    def factory(ds: GroundTruthDataset, modifiers: Sequence[str] | None = None) -> Split:
+        family = family_of(ds, name, tuple(KINDS[kind]))
+        return montero2022_split(ds, KINDS[kind][family], modifiers)
+
+    variants = "; ".join(f"{family}: montero2022_{c}" for family, c in KINDS[kind].items())
+    factory.__name__ = name
+    factory.__doc__ = f"Montero et al. 2022's {KIND_NAMES[kind]} on each dataset: {variants}."
+    return register_split(name, options=("modifiers",))(factory)
+
+
+KIND_FACTORIES = {kind: _register_kind(kind) for kind in KINDS}
