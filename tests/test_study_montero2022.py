@@ -10,7 +10,7 @@ import mlflow
 from raystudy.checks import load_spec
 from raystudy.study.driver import run_study
 from raystudy.study.folder import StudyInfo
-from raystudy.tags import TRIAL_RUNS
+from raystudy.tags import ARTIFACT_ERROR_TAG, TRIAL_RUNS
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = [
@@ -53,3 +53,8 @@ def test_montero2022_runs_small_and_scores_the_held_out_combinations(ray_local, 
     factors = ["floor_hue", "wall_hue", "object_hue", "scale", "shape", "orientation"]
     assert all(f"transfer/test/linear/r2/{f}" in metrics for f in factors)
     assert metrics["transfer/test/linear/r2"] <= 1.0
+    # ... and where its codes land beside the trained ones.
+    client = mlflow.MlflowClient(info.tracking_uri)
+    logged = {a.path for a in client.list_artifacts(run.info.run_id)}
+    assert {"latent_projection.png", "heldout_reconstructions.png"} <= logged
+    assert ARTIFACT_ERROR_TAG not in run.data.tags
