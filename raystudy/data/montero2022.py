@@ -85,7 +85,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from raystudy.data.base import GroundTruthDataset
-from raystudy.data.families import FAMILIES, family_of
+from raystudy.data.families import family_of, require_sizes
 from raystudy.data.montero import EXCLUDED as MONTERO_2021
 from raystudy.data.montero import GRID_SIZES as OFFICIAL_GRID_SIZES
 from raystudy.data.selectors import Selector, SelectorError
@@ -206,12 +206,7 @@ def montero2022_split(
     name = f"montero2022_{condition}"
     grids = CONDITIONS[condition]
     family = family_of(ds, name, tuple(grids))
-    if tuple(ds.factors.sizes) != GRID_SIZES[family]:
-        raise ValueError(
-            f"split {name!r} is written for the official {family} grid "
-            f"{dict(zip(FAMILIES[family], GRID_SIZES[family], strict=True))}; dataset "
-            f"{ds.name!r} has sizes {ds.factors.sizes}"
-        )
+    require_sizes(ds, name, family, GRID_SIZES[family])
     cond = grids[family]
     kept = _modifier_sets(name, family, modifiers)
     heldout = _thin(cond.heldout, kept)
