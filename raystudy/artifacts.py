@@ -12,7 +12,9 @@
 - `traversals.gif`: the same traversal animated, one frame per value, each frame every code
   dimension side by side (the convention of disentanglement_lib and disentangling-vae);
 - `dci_importance.png`: the DCI importance matrix R (codes x factors) as a Hinton diagram
-  (Eastwood & Williams 2018, Fig. 2): a disentangled code has one large square per row.
+  (Eastwood & Williams 2018, Fig. 2): a disentangled code has one large square per row;
+- `latent_projection.png` (splits with a held-out set): training and held-out codes on the
+  dimensions tied to the excluded factors (Montero et al. 2022, `raystudy.latent_projection`).
 
 The importance matrix here is refitted on a capped subsample (`DCI_TRAIN` + `DCI_TEST`
 points), so drawing it costs a few seconds whatever `evaluation.num_train` is; the logged
@@ -37,6 +39,7 @@ from raystudy.data.heldout import (
     heldout_sets,
     nearest_seen,
 )
+from raystudy.latent_projection import projected_factors, projection_figure, tied_dimensions
 from raystudy.metrics.dci import completeness, disentanglement, importance_matrix
 from raystudy.models import VAE
 from raystudy.scoring import encode_means
@@ -47,6 +50,8 @@ TRAVERSAL_STEPS = 7
 HELDOUT_IMAGES = 8
 #: Encoder-set draws the nearest seen combination may come from (see `nearest_seen`).
 NEAREST_POOL = 2048
+#: Draws of each set the latent projection plots.
+PROJECTION_DRAWS = 300
 #: The animated traversal's cells per row, and the height of its caption strip.
 GIF_COLUMNS, CAPTION_PX = 5, 14
 
@@ -301,4 +306,34 @@ def draw_dci_importance(
     )
     path = folder / "dci_importance.png"
     hinton_figure(importance, names, title).savefig(path, dpi=110)
+    return path
+
+
+def draw_latent_projection(
+    folder: Path,
+    model: VAE,
+    dataset: GroundTruthDataset,
+    split: Split,
+    seed: int,
+    device: torch.device,
+) -> Path | None:
+    """Training and held-out codes (posterior means) on the code dimensions tied to the
+    factors the held-out set excludes; None for a split without a held-out set."""
+    if "heldout" not in split.roles:
+        return None
+    rng = np.random.default_rng([seed, 7])
+    train = split.sample("encoder", PROJECTION_DRAWS, rng)
+    held = split.sample("heldout", PROJECTION_DRAWS, rng)
+    factors = projected_factors(held, dataset.factors.sizes)
+    if not factors:
+        return None
+    train_codes = encode_means(model, dataset, train, device)
+    held_codes = encode_means(model, dataset, held, device)
+    dims = tied_dimensions(train_codes, train, factors)
+    names = dataset.factors.names
+    labels = [f"z{d} (tied to {names[k]})" for d, k in zip(dims, factors, strict=True)]
+    path = folder / "latent_projection.png"
+    projection_figure(
+        train_codes, held_codes, dims, labels, f"{split.name}: codes of seen and held-out inputs"
+    ).savefig(path, dpi=110)
     return path

@@ -239,3 +239,21 @@ def test_the_r2_figure_draws_each_models_seed_mean_per_split(schott: pd.DataFram
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert legend == [f"beta_vae beta={b}" for b in ("1.0", "4.0", "16.0")]  # numbers as numbers
     assert r2_by_split(r2_table(planted_results(20))) is None
+
+
+def test_montero2022_runs_enter_the_r2_table_as_the_encoder_test() -> None:
+    # Montero et al. 2022's encoder test: readouts fit on training combinations, R^2 per
+    # factor on the held-out ones; the table orders r2e -> r2r -> extrp, after no Schott split.
+    splits = ("montero2022_extrp", "montero2022_r2e", "iid")
+    frame = schott_results(betas=(1.0, 4.0), splits=splits, datasets=("shapes3d",))
+    table = r2_table(frame)
+    assert list(pd.unique(table["split"])) == ["montero2022_r2e", "montero2022_extrp"]
+    values = frame["metrics.transfer/test/mlp/r2/shape"]
+    for (beta, split, dataset), want in _expected(frame, values).iterrows():
+        if split == "iid":
+            continue
+        row = _row(table, beta, split, dataset, scenario="test", probe="mlp")
+        assert row["r2/shape"] == pytest.approx(want["mean"], rel=1e-12)
+    fig = r2_by_split(table)
+    assert fig is not None
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["r2e", "extrp"]

@@ -331,7 +331,9 @@ def test_feasible_defaults_to_all(color) -> None:
 
 
 def test_unknown_dataset_suggests_a_name() -> None:
-    with pytest.raises(ValueError, match=r"allowed: color_dsprites, dsprites, .*\(did you mean"):
+    with pytest.raises(
+        ValueError, match=r"allowed: circles, color_dsprites, dsprites, .*\(did you mean"
+    ):
         get_dataset("colour_dsprites")
 
 

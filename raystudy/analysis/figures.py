@@ -65,8 +65,8 @@ def study_figures(
     """Every figure of the report, in order, each with its caption or its reason to be absent.
 
     `frame`: finished trials with `supervision`; `table`: `correlations.csv`; `proxy_table`:
-    unsupervised scores vs disentanglement correlations; `r2`: `r2_table.csv` (Schott splits);
-    `agreement`: `metric_agreement.csv`.
+    unsupervised scores vs disentanglement correlations; `r2`: `r2_table.csv` (Schott and
+    Montero 2022 splits); `agreement`: `metric_agreement.csv`.
     """
     r2 = pd.DataFrame(columns=["scenario"]) if r2 is None else r2
     agreement = pd.DataFrame() if agreement is None else agreement
@@ -138,9 +138,10 @@ def study_figures(
         (
             R2_FIGURE,
             "R² of the probes over factors per model and split, mean over seeds with the seed "
-            "standard deviation as error bars (cf. Schott et al. 2022; r2_table.csv).",
+            "standard deviation as error bars (cf. Schott et al. 2022; on montero2022_* splits "
+            "Montero et al. 2022's encoder test; r2_table.csv).",
             lambda: r2_by_split(r2),
-            "no finished trial of a schott_* split logged transfer/test/*/r2",
+            "no finished trial of a schott_* or montero2022_* split logged transfer/test/*/r2",
         ),
     ]
     out = []

@@ -27,6 +27,7 @@ from raystudy.analysis.plotting import (
     jitter,
     palette,
 )
+from raystudy.analysis.r2_table import split_kind
 
 #: The disentanglement metric plotted against transfer (Figs. 4, 14), first present wins.
 DCI = GBT_D
@@ -196,7 +197,8 @@ def per_factor_transfer(frame: pd.DataFrame) -> Figure | None:
 
 
 def r2_by_split(table: pd.DataFrame) -> Figure | None:
-    """Seed mean R^2 of each model on each split (Schott et al. 2022), with the seed
+    """Seed mean R^2 of each model on each split (Schott et al. 2022; for `montero2022_*`
+    splits, Montero et al. 2022's encoder test), with the seed
     standard deviation as error bars: one panel per dataset and probe, scenario `test`.
     `table` is `r2_table.csv`."""
     main = table[table["scenario"] == "test"] if not table.empty else table
@@ -228,7 +230,7 @@ def r2_by_split(table: pd.DataFrame) -> Figure | None:
         ax.axhline(0.0, color="#999999", lw=0.8)
         ax.axhline(1.0, color="#999999", lw=0.8, ls=":")
         ax.set_xticks(range(len(splits)))
-        ax.set_xticklabels([s.removeprefix("schott_") for s in splits], fontsize=8)
+        ax.set_xticklabels(list(split_kind(pd.Series(splits))), fontsize=8)
         ax.set_ylabel("R² over factors (bars: seed sd)", fontsize=8)
         ax.set_title(" / ".join(p for p in (dataset, probe) if p), fontsize=9)
         ax.grid(axis="y", alpha=0.3)
@@ -237,5 +239,8 @@ def r2_by_split(table: pd.DataFrame) -> Figure | None:
     # Every model in one legend, also those a first panel's dataset or probe lacks.
     handles = [Line2D([], [], marker="o", ls="", color=colours[m]) for m in models]
     axes.flat[0].legend(handles, models, fontsize=7, title="model", title_fontsize=7)
-    fig.suptitle("R² of the probes per split (Schott et al. 2022): mean over seeds")
+    fig.suptitle(
+        "R² of the probes per split (Schott et al. 2022; Montero et al. 2022's encoder test): "
+        "mean over seeds"
+    )
     return fig

@@ -74,8 +74,9 @@ class Analysis:
     selection: pd.DataFrame
     figures: list[StudyFigure]
     settings: Settings
-    #: Schott et al.'s R^2 per model and split, and their modularity summary; empty
-    #: (and not written) when no finished trial has a schott_* split.
+    #: Schott et al.'s R^2 per model and split (with Montero et al. 2022's encoder test), and
+    #: their modularity summary; empty (and not written) when no finished trial has a
+    #: schott_* or montero2022_* split.
     r2: pd.DataFrame = field(default_factory=pd.DataFrame)
     r2_modularity: pd.DataFrame = field(default_factory=pd.DataFrame)
     #: Locatello et al.'s metric-vs-metric rank correlations and each metric's spread within

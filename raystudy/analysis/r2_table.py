@@ -1,4 +1,5 @@
-"""Schott et al. (2022)'s main result as a table: absolute R^2 of each model on each split.
+"""Schott et al. (2022)'s main result as a table: absolute R^2 of each model on each split;
+the same table is Montero et al. (2022)'s encoder test.
 
 Schott et al. ("Visual Representation Learning Does Not Generalize Strongly Within the Same
 Domain", ICLR 2022) report the R^2 of probes regressing every factor from a representation,
@@ -12,6 +13,11 @@ full grid's variance, see `raystudy.metrics.transfer`):
 - `r2_modularity`: per `single_<factor>` scenario (one factor out of range, the others in it),
   the R^2 of the OOD factor beside the mean R^2 of the other factors, each averaged over
   seeds: Schott et al.'s modularity finding is that the others stay predictable.
+
+Montero et al. (NeurIPS 2022, "Lost in Latent Space", Sec. 4) ask whether a model's encoder
+maps unseen combinations where they belong: readouts fit on the training combinations and
+scored on the held-out ones, R^2 per factor. A `montero2022_*` split's scenario `test` is
+exactly that (`raystudy.data.montero2022`), so its runs enter the same table.
 """
 
 from __future__ import annotations
@@ -22,10 +28,14 @@ from raystudy.analysis.cells import DATASET
 from raystudy.analysis.columns import SPLIT, transfer_scores
 from raystudy.analysis.groups import model_labels, natural_order
 
-#: A split of Schott et al. is registered as `schott_<kind>` (`raystudy.data.schott`).
+#: A split of Schott et al. is registered as `schott_<kind>` (`raystudy.data.schott`), one of
+#: Montero et al. 2022 as `montero2022_<condition>` (`raystudy.data.montero2022`).
 SCHOTT_PREFIX = "schott_"
-#: Their order in the paper: from in-distribution to the hardest shift.
-SPLIT_ORDER = ("random", "composition", "interpolation", "extrapolation")
+MONTERO2022_PREFIX = "montero2022_"
+R2_PREFIXES = (SCHOTT_PREFIX, MONTERO2022_PREFIX)
+#: The papers' orders: from in-distribution to the hardest shift (Schott's kinds, then
+#: Montero's recombination-to-element, -to-range and extrapolation).
+SPLIT_ORDER = ("random", "composition", "interpolation", "extrapolation", "r2e", "r2r", "extrp")
 SINGLE_PREFIX = "single_"
 R2 = "r2"
 KEYS = ["model", "split", "dataset", "scenario", "probe"]
@@ -42,10 +52,11 @@ MODULARITY_COLUMNS = [
 
 def schott_runs(frame: pd.DataFrame) -> pd.DataFrame:
     """The runs of `frame` (finished trials, transfer columns not split by cell) whose split
-    is one of Schott et al.'s, with `model`, `split` and `dataset` columns in front."""
+    is one of Schott et al.'s or Montero et al. 2022's, with `model`, `split` and `dataset`
+    columns in front."""
     if SPLIT not in frame.columns:
         return pd.DataFrame(columns=["model", "split", "dataset"])
-    runs = frame[frame[SPLIT].astype(str).str.startswith(SCHOTT_PREFIX, na=False)]
+    runs = frame[frame[SPLIT].astype(str).str.startswith(R2_PREFIXES, na=False)]
     dataset = runs[DATASET].astype(str) if DATASET in runs.columns else ""
     head = pd.DataFrame(
         {"model": model_labels(runs), "split": runs[SPLIT].astype(str), "dataset": dataset},
@@ -57,7 +68,7 @@ def schott_runs(frame: pd.DataFrame) -> pd.DataFrame:
 def _order(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """Datasets, then splits in the paper's order, models by their numbers, then the rest of
     `keys` alphabetically."""
-    kind = table["split"].str.removeprefix(SCHOTT_PREFIX)
+    kind = split_kind(table["split"])
     rank = kind.map({k: i for i, k in enumerate(SPLIT_ORDER)}).fillna(len(SPLIT_ORDER))
     models = {m: i for i, m in enumerate(natural_order(table["model"]))}
     rest = [k for k in keys if k not in ("dataset", "split", "model")]
@@ -65,6 +76,14 @@ def _order(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
         ["dataset", "_rank", "split", "_model", *rest]
     )
     return ordered.drop(columns=["_rank", "_model"]).reset_index(drop=True)
+
+
+def split_kind(splits: pd.Series) -> pd.Series:
+    """`extrapolation` of `schott_extrapolation`, `r2e` of `montero2022_r2e`."""
+    out = splits.astype(str)
+    for prefix in R2_PREFIXES:
+        out = out.str.removeprefix(prefix)
+    return out
 
 
 def _seed_stats(long: pd.DataFrame, keys: list[str], value: str) -> pd.DataFrame:
@@ -77,7 +96,8 @@ def r2_table(frame: pd.DataFrame) -> pd.DataFrame:
     """Seed mean, spread and count of R^2 per model, split, dataset, scenario and probe, over
     factors (`r2`, `r2_std`, `n`) and per factor (`r2/<factor>`, `r2_std/<factor>`).
 
-    Empty (with the key columns) when no finished run has a `schott_*` split.
+    Empty (with the key columns) when no finished run has a `schott_*` or `montero2022_*`
+    split.
     """
     runs = schott_runs(frame)
     scores = transfer_scores(runs, (R2,)) + transfer_scores(runs, (R2,), per_factor=True)

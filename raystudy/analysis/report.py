@@ -60,7 +60,8 @@ class ReportInputs:
     spec_text: str
     settings: dict[str, object] = field(default_factory=dict)
     min_trials: int = 5
-    #: `r2_table.csv` and `r2_modularity.csv`; empty for a study of no Schott split.
+    #: `r2_table.csv` and `r2_modularity.csv`; empty for a study of no Schott or Montero 2022
+    #: split.
     r2: pd.DataFrame = field(default_factory=pd.DataFrame)
     r2_modularity: pd.DataFrame = field(default_factory=pd.DataFrame)
     #: `findings.csv`: the papers' questions this study answers, shown first.
@@ -167,7 +168,8 @@ def selection_html(table: pd.DataFrame, group: str) -> str:
 
 
 def r2_html(r2: pd.DataFrame, modularity: pd.DataFrame) -> str:
-    """Schott et al.'s table (scenario `test`): mean R^2 +- seed sd (n) per model (rows, by
+    """Schott et al.'s table, and Montero et al. 2022's encoder test (scenario `test`): mean
+    R^2 +- seed sd (n) per model (rows, by
     dataset and probe) and split (columns), then the modularity summary; '' when empty."""
     main = r2[r2["scenario"] == "test"] if not r2.empty else r2
     if main.empty:
@@ -191,8 +193,9 @@ def r2_html(r2: pd.DataFrame, modularity: pd.DataFrame) -> str:
     parts = [
         '<h2>R&sup2; per model and split (Schott et al. 2022)</h2><p class="note">R&sup2; of '
         "the probes over all factors on each split's test set (variance over the full factor "
-        "grid), mean &plusmn; standard deviation over seeds (n runs). Per-factor values and "
-        "every scenario: <code>r2_table.csv</code>.</p>",
+        "grid), mean &plusmn; standard deviation over seeds (n runs); on montero2022_* splits "
+        "the test set is the held-out combinations: Montero et al. 2022's encoder test. "
+        "Per-factor values and every scenario: <code>r2_table.csv</code>.</p>",
         f'<div class="scroll">{_simple_table(wide, left=("dataset", "probe", "model"))}</div>',
     ]
     if not modularity.empty:

@@ -17,6 +17,9 @@ FAMILIES: dict[str, tuple[str, ...]] = {
         "horizontal_axis",
         "vertical_axis",
     ),
+    # Montero et al. (2022)'s Spriteworld sets (raystudy.data.circles), in their code's order.
+    "circles": ("pos_x", "pos_y"),
+    "simple": ("pos_x", "pos_y", "shape"),
 }
 
 
@@ -32,3 +35,14 @@ def family_of(ds: GroundTruthDataset, split: str, supported: tuple[str, ...]) ->
         f"split {split!r} is defined on the grids of {', '.join(supported)}; dataset "
         f"{ds.name!r} has factors {', '.join(names)} (supported factor orders: {grids})"
     )
+
+
+def require_sizes(ds: GroundTruthDataset, split: str, family: str, sizes: tuple[int, ...]) -> None:
+    """ValueError unless ``ds``'s factor sizes are ``sizes``, the grid ``split`` is written
+    for (a dSprites with ``orientation_bins`` has the family's names but not its grid)."""
+    if tuple(ds.factors.sizes) != sizes:
+        raise ValueError(
+            f"split {split!r} is written for the official {family} grid "
+            f"{dict(zip(FAMILIES[family], sizes, strict=True))}; dataset "
+            f"{ds.name!r} has sizes {ds.factors.sizes}"
+        )

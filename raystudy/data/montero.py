@@ -41,7 +41,7 @@ from collections.abc import Callable
 from typing import Any
 
 from raystudy.data.base import GroundTruthDataset
-from raystudy.data.families import FAMILIES, family_of
+from raystudy.data.families import family_of, require_sizes
 from raystudy.data.split_registry import register_split
 from raystudy.data.splits import Scenario, Split
 
@@ -110,12 +110,7 @@ EXCLUDED: dict[str, dict[str, tuple[dict[str, Any], tuple[str, ...]]]] = {
 def montero_split(ds: GroundTruthDataset, kind: str) -> Split:
     name = f"montero_{kind}"
     family = family_of(ds, name, tuple(GRID_SIZES))
-    if tuple(ds.factors.sizes) != GRID_SIZES[family]:
-        raise ValueError(
-            f"split {name!r} is written for the official {family} grid "
-            f"{dict(zip(FAMILIES[family], GRID_SIZES[family], strict=True))}; dataset "
-            f"{ds.name!r} has sizes {ds.factors.sizes}"
-        )
+    require_sizes(ds, name, family, GRID_SIZES[family])
     excluded, ood = EXCLUDED[kind][family]
     train = {"not": excluded}
     return Split(
