@@ -16,6 +16,7 @@ def test_the_studies_the_papers_need_are_shipped() -> None:
     names = {p.stem for p in SPACES}
     assert {
         "smoke",
+        "laptop",
         "dittadi2021",
         "schott2022",
         "montero2021",
