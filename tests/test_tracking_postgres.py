@@ -12,7 +12,7 @@ import pytest
 from mlflow_server import MlflowServer, free_port
 
 from raystudy.tracking.retry import TrackingRejected, TrackingUnreachable, check_reachable
-from raystudy.tracking.writer import TrialRun
+from raystudy.tracking.writer import StudyTracker, TrialRun
 
 
 def test_a_database_that_answers_refuses_and_one_that_does_not_is_unreachable(postgres) -> None:
@@ -70,3 +70,14 @@ def test_mlflow_server_over_postgres_as_the_cluster_head_runs_it(postgres, tmp_p
     direct = mlflow.MlflowClient(postgres.uri("served"))
     history = direct.get_metric_history(run.info.run_id, "train/loss")
     assert [(m.step, m.value) for m in history] == [(3, 0.5)]
+
+
+def test_a_deleted_experiment_is_refused_with_commands_that_hide_the_password(postgres) -> None:
+    # The message is for pasting into a shell and into issues: never the store's password.
+    uri = postgres.create_database("gone").replace("@", ":secret@", 1)  # trust: not checked
+    client = mlflow.MlflowClient(uri)
+    client.delete_experiment(client.create_experiment("s"))
+    with pytest.raises(TrackingRejected, match="deleted") as caught:
+        StudyTracker.check(uri, "s")
+    said = str(caught.value)
+    assert "secret" not in said and ":***@" in said and "experiments restore" in said, said

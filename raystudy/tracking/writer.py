@@ -47,6 +47,7 @@ from raystudy.tracking.retry import (
     reaching,
     refusing,
     retry_busy,
+    shown,
     unreachable_message,
 )
 
@@ -95,11 +96,13 @@ class StudyTracker:
             check_reachable(uri)
             experiment = MlflowClient(uri).get_experiment_by_name(study)
         if experiment is not None and experiment.lifecycle_stage == "deleted":
+            # The commands are for pasting into a shell: never with the store's password.
+            safe = shown(uri)
             raise TrackingRejected(
-                f"tracking.uri {uri!r}: its experiment {study!r} is deleted, and MLflow keeps "
-                f"the name; restore it (`MLFLOW_TRACKING_URI={uri} mlflow experiments restore "
+                f"tracking.uri {safe!r}: its experiment {study!r} is deleted, and MLflow keeps "
+                f"the name; restore it (`MLFLOW_TRACKING_URI={safe} mlflow experiments restore "
                 f"--experiment-id {experiment.experiment_id}`), delete it for good (`mlflow gc "
-                f"--backend-store-uri {uri}`), or give the study another name"
+                f"--backend-store-uri {safe}`), or give the study another name"
             )
 
     @classmethod
