@@ -114,7 +114,10 @@ def test_a_trials_logged_encoder_reloads_in_a_fresh_process_with_its_means(
     # Scored again from MLflow alone: every dis/* and transfer/* key of the trial, the same.
     trial = {k: v for k, v in run.data.metrics.items() if k.startswith(("dis/", "transfer/"))}
     assert set(scores) == set(trial) and "transfer/iid/linear/mae" in scores
-    assert scores == pytest.approx(trial, rel=1e-9)
+    # The exported encoder runs other kernels than the trial's module: its means agree to
+    # float32 rounding (above), which moves a least-squares probe's scores by ~1e-6 relative
+    # on some CPUs (4.4e-6 on 2026-11-27's machine, <1e-9 on 2026-11-25's).
+    assert scores == pytest.approx(trial, rel=1e-5)
 
     # Registered as a version of the study's model, tagged with the trial's key params.
     versions = client.search_model_versions(f"name = '{registered_model_name('logged')}'")
