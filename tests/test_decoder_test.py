@@ -6,7 +6,6 @@ analysis tables and draws it from a synthetic results table."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -32,12 +31,7 @@ CPU = torch.device("cpu")
 DATASET, SPLIT = "circles", "montero2022_midpos"
 
 
-@pytest.fixture(autouse=True)
-def one_torch_thread() -> Iterator[None]:
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def trial(objective: str = "beta_vae", **model: object) -> TrialConfig:
