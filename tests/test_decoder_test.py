@@ -39,8 +39,8 @@ def trial(objective: str = "beta_vae", **model: object) -> TrialConfig:
         dataset={"name": DATASET},
         split=SPLIT,
         model={"objective": objective, "latent_dim": 4, **model},
-        train={"steps": 1, "batch_size": 16, "lr": 1e-3, "report_every": 10},
-        evaluation={"metrics": [], "probes": [], "num_eval_images": 16, "decoder_test_steps": 20},
+        train={"steps": 1, "batch_size": 16, "lr": 1e-3, "report_every": 2},
+        evaluation={"metrics": [], "probes": [], "num_eval_images": 16, "decoder_test_steps": 6},
     )
 
 
@@ -65,17 +65,17 @@ def test_only_the_decoder_learns_and_its_loss_falls() -> None:
     torch.manual_seed(1)
     fresh, _ = build(config.model, ds.channels, ds.resolution, ds.factors.num_factors)
     before = states(model)
-    train = TrainConfig(steps=1, batch_size=16, lr=1e-3, report_every=10)
+    train = TrainConfig(steps=1, batch_size=16, lr=1e-3, report_every=4)
 
     tested, history = retrain_decoder(
-        model, ds, split, train, 30, seed=0, device=CPU, decoder=fresh.decoder
+        model, ds, split, train, 12, seed=0, device=CPU, decoder=fresh.decoder
     )
 
     assert same(states(model), before)  # the model tested is left as it was
     assert same(states(tested.encoder), states(model.encoder))  # frozen, bit for bit
     learnt = states(tested.decoder)
     assert not same(learnt, states(fresh.decoder)) and not same(learnt, states(model.decoder))
-    assert [row["step"] for row in history] == [10.0, 20.0, 30.0]
+    assert [row["step"] for row in history] == [4.0, 8.0, 12.0]
     assert history[-1]["recon"] < 0.9 * history[0]["recon"]
 
     # None fine-tunes the trained decoder: it starts from the model's weights, not fresh ones.
@@ -107,7 +107,7 @@ def test_a_trials_decoder_test_reports_finite_nlls_under_its_keys(
     assert set(scores) == keys
     assert keys <= reported_metrics(config, split, ds.factors.names)  # the contract's keys
     assert all(math.isfinite(v) and v > 0 for v in scores.values())
-    # Trained for 20 steps on these images' kind, the new decoder beats the untrained one.
+    # Trained for 6 steps on these images' kind, the new decoder beats the untrained one.
     untrained = eval_scores(model, ds, split, config.evaluation, CPU)
     assert scores[eval_key(DECODER_TEST)] < untrained[eval_key("recon")]
     off = config.model_copy(
@@ -126,8 +126,8 @@ def test_the_config_field_validates() -> None:
         EvaluationConfig(decoder_test_steps=10, num_eval_images=0)
 
 
-def test_the_analysis_tables_and_draws_the_test_where_logged(tmp_path: Path) -> None:
-    frame = schott_results(seeds=2, probes=("gbt",))
+def with_decoder_test(frame: pd.DataFrame) -> pd.DataFrame:
+    """`frame` with random decoder-test NLLs, one run's held-out one missing."""
     rng = np.random.default_rng(5)
     after = {
         "metrics.eval/recon_decoder_test": 90.0 + rng.normal(size=len(frame)),
@@ -135,6 +135,12 @@ def test_the_analysis_tables_and_draws_the_test_where_logged(tmp_path: Path) -> 
     }
     logged = frame.assign(**after)
     logged.loc[0, "metrics.eval/recon_decoder_test_heldout"] = np.nan  # a run without it
+    return logged
+
+
+def test_the_analysis_tables_and_draws_the_test_where_logged() -> None:
+    frame = schott_results(seeds=2, probes=("gbt",))
+    logged = with_decoder_test(frame)
 
     table = decoder_test_table(logged).set_index(["model", "split", "dataset"])
 
@@ -158,6 +164,9 @@ def test_the_analysis_tables_and_draws_the_test_where_logged(tmp_path: Path) -> 
     assert len(panels) == 4  # a panel per dataset and split
     assert all(len(ax.lines) >= 2 * 3 for ax in panels)  # held-out and train line per model
 
+
+def test_analyze_writes_the_decoder_test_table_and_figure(tmp_path: Path) -> None:
+    logged = with_decoder_test(schott_results(seeds=2, probes=("gbt",)))
     analysis = compute(logged, Settings(n_boot=10, min_trials=3))
     files = {f.name for f in write_analysis(analysis, tmp_path, study="m", planned_trials=24)}
     assert {DECODER_TEST_FILE, "decoder_test.png"} <= files
