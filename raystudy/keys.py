@@ -6,7 +6,8 @@ and Tune-state readers parse them (`raystudy.analysis.columns`, `raystudy.tune.s
 
 - ``train/<term>``: a training loss term, at each report step;
 - ``eval/<score>`` and ``eval/<score>_heldout``: unsupervised scores of held-out images, and of
-  combinations never trained on (Montero et al. 2021);
+  combinations never trained on (Montero et al. 2021); ``eval/recon_decoder_test[_heldout]``
+  the same NLL after the decoder test (Montero et al. 2022);
 - ``dis/<score>``: disentanglement; ``down/<score>``: in-distribution downstream accuracy;
 - ``transfer/<scenario>/<probe>/<score>[/<factor>]``: OOD transfer of a probe;
 - ``stack/<s>/<key>``: model s's own value in a stacked trial's Tune report;
@@ -29,6 +30,10 @@ TRANSFER = "transfer/"
 FINAL_PREFIXES = (EVAL, DIS, DOWN, TRANSFER)
 #: Suffix of an `eval/` score measured on combinations the model never trained on.
 HELDOUT_SUFFIX = "_heldout"
+#: The `eval/` score of Montero et al. (2022)'s decoder test (`evaluation.decoder_test_steps`):
+#: the reconstruction NLL after the decoder was trained again on the frozen encoder's codes,
+#: `eval/recon_decoder_test` and on held-out combinations `eval/recon_decoder_test_heldout`.
+DECODER_TEST = "recon_decoder_test"
 
 #: MLflow's prefix for system metrics (its UI's "System metrics" tab shows these keys).
 SYSTEM = "system/"

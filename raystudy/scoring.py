@@ -107,6 +107,32 @@ def reconstruction_scores(
     return unsupervised(model, images, seed=seed)
 
 
+def eval_scores(
+    model: VAE,
+    dataset: GroundTruthDataset,
+    split: Split,
+    evaluation: EvaluationConfig,
+    device: torch.device,
+) -> dict[str, float]:
+    """The eval/* scores (`reconstruction_scores`) of `evaluation.num_eval_images` images of
+    the encoder set, and of the held-out set when the split has one (`eval/*_heldout`); none
+    when num_eval_images is 0. The images and posterior noise depend on `evaluation.seed`
+    alone, so two models (a model and its decoder test) are scored on the same ones."""
+    seed = evaluation.seed
+    results: dict[str, float] = {}
+    if not evaluation.num_eval_images:
+        return results
+    # Montero et al. (2021): how well the model reconstructs combinations it never trained
+    # on ("heldout"), beside how well it reconstructs the ones it did.
+    sets = [("encoder", 1, False)] + ([("heldout", 5, True)] if "heldout" in split.roles else [])
+    for role, stream, heldout in sets:
+        rng = np.random.default_rng([seed, stream])
+        idx = split.sample(role, evaluation.num_eval_images, rng)
+        scores = reconstruction_scores(model, dataset, idx, device, seed)
+        results.update({eval_key(k, heldout=heldout): v for k, v in scores.items()})
+    return results
+
+
 def score_model(
     model: VAE,
     dataset: GroundTruthDataset,
@@ -121,20 +147,8 @@ def score_model(
     model of a study is scored on the same points (as disentanglement_lib's studies do).
     """
     ev = config.evaluation
-    seed = ev.seed
-    results: dict[str, float] = {}
-
     # Each part is skipped when configured away (a dry study, a study of one metric).
-    if ev.num_eval_images:
-        # Montero et al. (2021): how well the model reconstructs combinations it never
-        # trained on ("heldout"), beside how well it reconstructs the ones it did.
-        sets = [("encoder", 1, False)] + (
-            [("heldout", 5, True)] if "heldout" in split.roles else []
-        )
-        for role, stream, heldout in sets:
-            idx = split.sample(role, ev.num_eval_images, np.random.default_rng([seed, stream]))
-            scores = reconstruction_scores(model, dataset, idx, device, seed)
-            results.update({eval_key(k, heldout=heldout): v for k, v in scores.items()})
+    results = eval_scores(model, dataset, split, ev, device)
 
     # For gt_decoder, the factors themselves are the code every metric scores.
     def truth(idx: np.ndarray) -> np.ndarray:

@@ -19,6 +19,18 @@ def fresh_ray() -> None:
         ray.shutdown()
 
 
+@pytest.fixture
+def one_torch_thread():
+    """One torch thread for a test of small batches: on the shared cores a second thread only
+    adds synchronisation. Ask for it with `pytestmark = pytest.mark.usefixtures(...)`."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="session")
 def _ray_session():
     yield

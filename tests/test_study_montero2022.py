@@ -1,5 +1,6 @@
 """The shipped Montero et al. (2022) study, shrunk through `--set`, end to end: YAML -> Ray Tune
-(local cluster) -> MLflow -> the held-out reconstruction and the encoder test's per-factor R^2."""
+(local cluster) -> MLflow -> the held-out reconstruction, the encoder test's per-factor R^2 and
+the decoder test."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ SMALL = [
     "evaluation.probe_train=100",
     "evaluation.probe_test=50",
     "evaluation.num_eval_images=16",
+    "evaluation.decoder_test_steps=2",
     "resources={cpu: 1, gpu: 0}",
     "execution.log_models=false",
 ]
@@ -49,6 +51,8 @@ def test_montero2022_runs_small_and_scores_the_held_out_combinations(ray_local, 
     metrics = run.data.metrics
     # Reconstruction of the held-out capsules with object hue >= 0.5, beside training's.
     assert metrics["eval/recon_heldout"] > 0 and metrics["eval/recon"] > 0
+    # The decoder test, on the same images, once the decoder is retrained on frozen codes.
+    assert metrics["eval/recon_decoder_test_heldout"] > 0 and metrics["eval/recon_decoder_test"] > 0
     # The encoder test: readouts fit on training combinations, R^2 on the held-out ones.
     factors = ["floor_hue", "wall_hue", "object_hue", "scale", "shape", "orientation"]
     assert all(f"transfer/test/linear/r2/{f}" in metrics for f in factors)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from raystudy.keys import DIS, DOWN, EVAL, TRANSFER, eval_key, metric_key
+from raystudy.keys import DECODER_TEST, DIS, DOWN, EVAL, TRANSFER, eval_key, metric_key
 from raystudy.keys import parse_transfer as parse_key
 from raystudy.tags import ERROR_TAG, RUN_NAME_TAG, column
 
@@ -32,6 +32,10 @@ PROXY_DIRECTION = {eval_key("elbo"): "max", eval_key("recon"): "min"}
 #: train one falls back to the plain held-out-image `eval/recon`.
 TRAIN_NLL = (eval_key("recon_train"), eval_key("recon"))
 HELDOUT_NLL = eval_key("recon", heldout=True)
+#: The same two NLLs after Montero et al. (2022)'s decoder test (the decoder trained again on
+#: the frozen encoder's codes; `evaluation.decoder_test_steps`).
+DECODER_TEST_NLL = eval_key(DECODER_TEST)
+DECODER_TEST_HELDOUT_NLL = eval_key(DECODER_TEST, heldout=True)
 #: Montero et al. (2021) plot reconstruction against DCI's D with Lasso importances (their
 #: App. A); the GBT DCI of Locatello et al. (2019) is the stand-in when a study lacks it.
 LASSO_D = metric_key("dis", "dci_lasso_d")

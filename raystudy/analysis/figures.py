@@ -15,7 +15,8 @@ from dataclasses import dataclass
 import pandas as pd
 from matplotlib.figure import Figure
 
-from raystudy.analysis.columns import HELDOUT_NLL
+from raystudy.analysis.columns import DECODER_TEST_HELDOUT_NLL, HELDOUT_NLL
+from raystudy.analysis.decoder_test import decoder_test_figure, decoder_test_table
 from raystudy.analysis.figures_models import (
     agreement_heatmaps,
     disentanglement_violins,
@@ -134,6 +135,16 @@ def study_figures(
             lambda: reconstruction_splits(frame),
             f"no trial logged {HELDOUT_NLL}, the held-out reconstruction NLL of splits "
             "such as montero_*",
+        ),
+        (
+            "decoder_test.png",
+            "Held-out (triangles) and training (circles) reconstruction NLL of each model with "
+            "its end-to-end decoder and with a decoder retrained on its frozen encoder, seed "
+            "means with the held-out seed std (Montero et al. 2022's decoder test; "
+            "decoder_test.csv).",
+            lambda: decoder_test_figure(decoder_test_table(frame)),
+            f"no trial logged {DECODER_TEST_HELDOUT_NLL} (evaluation.decoder_test_steps on a "
+            "split with a held-out set)",
         ),
         (
             R2_FIGURE,

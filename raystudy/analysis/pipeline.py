@@ -18,6 +18,7 @@ from raystudy.analysis.agreement import metric_agreement, objective_spread
 from raystudy.analysis.cells import transfer_by_cell
 from raystudy.analysis.columns import disentanglement_columns, downstream_columns, metric
 from raystudy.analysis.correlations import correlation_table, transfer_correlations
+from raystudy.analysis.decoder_test import decoder_test_table
 from raystudy.analysis.errors import AnalysisError
 from raystudy.analysis.figures import StudyFigure, study_figures
 from raystudy.analysis.findings import findings_table
@@ -43,6 +44,7 @@ R2_FILE = "r2_table.csv"
 MODULARITY_FILE = "r2_modularity.csv"
 AGREEMENT_FILE = "metric_agreement.csv"
 SPREAD_FILE = "objective_spread.csv"
+DECODER_TEST_FILE = "decoder_test.csv"
 REPORT_FILE = "report.html"
 
 
@@ -86,6 +88,9 @@ class Analysis:
     #: The papers' questions this study answers, one row each (`raystudy.analysis.findings`);
     #: written even when empty, since no question answered is itself a finding.
     findings: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: Montero et al. 2022's decoder test: held-out NLL before and after the decoder was
+    #: retrained, per model; empty (and not written) when no trial logged it.
+    decoder_test: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def status_counts(self) -> pd.Series:
@@ -166,6 +171,7 @@ def compute(
         agreement,
         objective_spread(done),
         findings,
+        decoder_test_table(finished(frame)),
     )
 
 
@@ -196,6 +202,7 @@ def write_analysis(
         (MODULARITY_FILE, analysis.r2_modularity),
         (AGREEMENT_FILE, analysis.agreement),
         (SPREAD_FILE, analysis.spread),
+        (DECODER_TEST_FILE, analysis.decoder_test),
     )
     for name, table in optional:
         if table.empty:  # does not apply (now): no table, nor one left from an earlier run

@@ -356,7 +356,8 @@ class _Calibration:
             plan.costed_from[str(eg)] = str(near)
         fit = plan.evaluation[eg if eg in plan.evaluation else near]
         return trial_cost(
-            trial.train.steps,
+            # The decoder test's steps as training steps: an upper bound (no encoder backward).
+            trial.train.steps + trial.evaluation.decoder_test_steps,
             tg.batch_size,
             training.step,
             training.encode,

@@ -261,9 +261,27 @@ class EvaluationConfig(_Strict):
     )
     probe_test: int = Field(5000, ge=10, description="points each transfer probe is tested on")
     num_eval_images: int = Field(1000, ge=0, description="held-out images for eval/*; 0: none")
+    decoder_test_steps: int = Field(
+        0,
+        ge=0,
+        description="Montero et al. 2022's decoder test: steps of training a re-initialised "
+        "decoder on the frozen encoder's codes of the training combinations (train's batch "
+        "size and lr), scored on the eval/* images as eval/recon_decoder_test[_heldout]; "
+        "0: off",
+    )
     seed: int = Field(
         0, ge=0, lt=SEED_LIMIT, description="the same ground-truth draws score every model"
     )
+
+    @model_validator(mode="after")
+    def _decoder_test_scored(self) -> EvaluationConfig:
+        # Its NLLs are of the eval/* images: without them the test would train for nothing.
+        if self.decoder_test_steps and not self.num_eval_images:
+            raise ValueError(
+                f"decoder_test_steps ({self.decoder_test_steps}) needs num_eval_images > 0: "
+                "the decoder test is scored on those images; set both, or decoder_test_steps 0"
+            )
+        return self
 
 
 class _TrialFields(_Strict):

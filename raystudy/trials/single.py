@@ -24,6 +24,7 @@ from raystudy.trials.common import (
     build_seeded,
     closing_runs_on_exit,
     cost_params,
+    decoder_test_scores,
     log_artifacts,
     record_lineage,
     run_tags,
@@ -87,6 +88,9 @@ def run_trial(config: TrialConfig, ctx: TrialContext, reporter: Reporter) -> dic
         )
         results = score_model(model, dataset, split, config, device, n_jobs=threads)
         run.log_metrics(results, step=config.train.steps)
+        tested = decoder_test_scores(model, dataset, split, config, device)
+        run.log_metrics(tested, step=config.train.steps)
+        results |= tested
         if ctx.log_artifacts:
             log_artifacts(run, model, dataset, split, config, device)
         log_trained_model(run, model, dataset, split, config, ctx)

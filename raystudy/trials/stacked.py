@@ -36,6 +36,7 @@ from raystudy.trials.common import (
     build_seeded,
     closing_runs_on_exit,
     cost_params,
+    decoder_test_scores,
     error_tags,
     log_artifacts,
     record_lineage,
@@ -158,6 +159,9 @@ def run_seed_stack(
             try:
                 scores = score_model(models[s], dataset, split, configs[s], device, n_jobs=threads)
                 runs[s].log_metrics(scores, step=configs[s].train.steps)
+                tested = decoder_test_scores(models[s], dataset, split, configs[s], device)
+                runs[s].log_metrics(tested, step=configs[s].train.steps)
+                scores |= tested
                 if ctx.log_artifacts:
                     log_artifacts(runs[s], models[s], dataset, split, configs[s], device)
                 log_trained_model(runs[s], models[s], dataset, split, configs[s], ctx)
