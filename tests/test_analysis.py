@@ -222,8 +222,9 @@ def test_write_analysis_files_figures_and_a_self_contained_report(tmp_path: Path
     )
     pngs = sorted(tmp_path.glob("*.png"))
     assert len(pngs) == 9 and all(_is_png(p) for p in pngs)
-    # every figure but Schott et al.'s R^2 (no schott_* split here) is drawn
-    assert [f.name for f in analysis.figures if f.reason] == [R2_FIGURE]
+    # every figure but Schott et al.'s R^2 (no schott_* split here) and the decoder test (no
+    # trial retrained its decoder) is drawn
+    assert [f.name for f in analysis.figures if f.reason] == ["decoder_test.png", R2_FIGURE]
     table = pd.read_csv(tmp_path / "correlations.csv")
     assert list(table.columns) == COLUMNS
     assert {"all", "supervision=weak", "model.objective=ml_vae"} <= set(table["group"])

@@ -28,12 +28,13 @@ from raystudy.trials.common import TrialContext
 from raystudy.trials.single import run_trial
 from raystudy.tune.cluster import TuneSetupError
 from raystudy.tune.points import (
+    LABELS_FILE,
     POINT,
     STACK,
     stack_labels,
     trial_config,
     trial_labels,
-    trial_name,
+    write_labels,
 )
 from raystudy.tune.progress import ProgressCallback
 from raystudy.tune.state import TUNE_DIR
@@ -212,7 +213,7 @@ def new_tuner(
         labels, key = stack_labels(points, spec.stacks(), spec.execution.stack_over), STACK
     else:
         labels, key = trial_labels(points), POINT
-    name_fn = functools.partial(trial_name, labels=labels)
+    name_fn = write_labels(study_dir / LABELS_FILE, labels)
     if spec.search.method == "optuna":
         param_space: dict[str, Any] = {}
         num_samples = spec.search.num_samples
