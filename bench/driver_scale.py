@@ -42,16 +42,13 @@ from typing import Any
 
 import psutil
 
+from bench import study_overhead
 from bench._table import Load, markdown, record, write_json
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = ROOT / "search_spaces/smoke.yaml"
 DRY = [
-    "train.steps=0",
-    "evaluation.metrics=[]",
-    "evaluation.probes=[]",
-    "evaluation.num_eval_images=0",
-    "model.latent_dim=4",
+    *study_overhead.DRY,  # train.steps 0, no metrics, probes or eval images, 4 latents
     "grid.model=[{objective: beta_vae}]",
     "grid.train={input_noise: [false]}",
     "resources.cpu=1",
