@@ -80,7 +80,7 @@ class TrialNamer:
 
     Tune pickles its trial name creator into every trial's saved state. A creator holding the
     labels of all N trials made that state grow as N^2: 48 KB a trial at 1,000 trials (the
-    experiment state 48 MB; 0.6 GB a save projected at 12,600), rewritten at every save.
+    experiment state 48 MB; ~7 GB a save projected at 12,600), rewritten at every save.
     This one holds only the file's path: a label never read (the file gone) is the index.
     """
 
