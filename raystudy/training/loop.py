@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from raystudy.data import GroundTruthDataset, Split
+from raystudy.data.composition import TRAIN_ROLES, sample_triples
 from raystudy.data.pairs import pair_k_problem, varying_in_encoder_set
 from raystudy.keys import train_key
 from raystudy.models import VAE, Batch, Objective, PairK, add_input_noise
@@ -77,7 +78,9 @@ class BatchSampler:
     Every batch carries the normalised factors (index / (size - 1)) of its images. With
     `pair_k` set, the batch holds pairs differing in that many factors; "random" draws k per
     pair uniformly in 1..K-1, K the number of factors that vary in the encoder set (Locatello
-    et al. 2020 draw it per pair too), grouping the pairs by k for `Split.sample_pairs`.
+    et al. 2020 draw it per pair too), grouping the pairs by k for `Split.sample_pairs`. With
+    `triples`, it holds composition triples inside the encoder set
+    (`raystudy.data.composition`, rendered in one call: reference, transform, target).
     """
 
     def __init__(
@@ -91,7 +94,11 @@ class BatchSampler:
         rng: np.random.Generator,
         noise_sd: tuple[float, float] = (0.05, 0.1),
         memory_format: torch.memory_format = torch.contiguous_format,
+        triples: bool = False,
     ) -> None:
+        if triples and pair_k is not None:
+            raise ValueError("a batch holds pairs or composition triples, not both")
+        self.triples = triples
         self.dataset, self.split = dataset, split
         self.memory_format = memory_format
         self.batch_size, self.pair_k, self.input_noise = batch_size, pair_k, input_noise
@@ -114,6 +121,7 @@ class BatchSampler:
         device: torch.device,
         rng: np.random.Generator,
         memory_format: torch.memory_format = torch.contiguous_format,
+        triples: bool = False,
     ) -> BatchSampler:
         """The sampler a training run with `config` draws its batches from."""
         return cls(
@@ -126,6 +134,7 @@ class BatchSampler:
             rng,
             noise_sd=(config.input_noise_pixel_sd, config.input_noise_grey_sd),
             memory_format=memory_format,
+            triples=triples,
         )
 
     def _images(self, indices: np.ndarray) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -157,7 +166,25 @@ class BatchSampler:
             return self.split.sample("encoder", self.batch_size, self.rng)
         return np.concatenate(self._pairs(self.batch_size))
 
+    def _triples(self) -> Batch:
+        t = sample_triples(self.split, self.batch_size, self.rng, TRAIN_ROLES)
+        inputs, targets, factors = self._images(
+            np.concatenate([t.reference, t.transform, t.target])
+        )
+        n = self.batch_size
+        action = torch.from_numpy(t.one_hot(self.dataset.factors.num_factors)).to(self.device)
+        return Batch(
+            inputs[:n],
+            targets[2 * n :],
+            inputs2=inputs[n : 2 * n],
+            factors=factors[:n],
+            factors2=factors[n : 2 * n],
+            action=action,
+        )
+
     def __call__(self) -> Batch:
+        if self.triples:
+            return self._triples()
         inputs, targets, factors = self._images(self.indices())
         if self.pair_k is None:
             return Batch(inputs, targets, factors=factors)
@@ -220,7 +247,14 @@ def train(
         step = int(resume_from["step"])
 
     sampler = BatchSampler.for_training(
-        dataset, split, config, objective.pair_k, device, rng, memory_format=layout
+        dataset,
+        split,
+        config,
+        objective.pair_k,
+        device,
+        rng,
+        memory_format=layout,
+        triples=objective.triples,
     )
     names: list[str] = []
     sums: torch.Tensor | None = None  # per reported scalar, since the last report

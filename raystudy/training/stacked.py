@@ -60,8 +60,8 @@ Batching = Literal["auto", "vmap", "loop"]
 def check_stackable(objective: Objective) -> None:
     if not objective.stackable:
         raise ValueError(
-            f"{type(objective).__name__} cannot train as a stack of seeds (it has networks of "
-            f"its own); use seeds_per_trial: 1"
+            f"{type(objective).__name__} cannot train as a stack of seeds "
+            f"({objective.unstackable_because}); use seeds_per_trial: 1"
         )
 
 
