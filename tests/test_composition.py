@@ -9,10 +9,12 @@ import math
 from collections.abc import Iterator
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from torch import nn
 
+from raystudy.analysis.composition import composition_table
 from raystudy.checks import load_spec
 from raystudy.data import get_dataset, get_split
 from raystudy.data.composition import (
@@ -250,3 +252,31 @@ def test_a_sound_composition_spec_loads_and_predicts_its_metrics(dsprites) -> No
     keys = reported_metrics(trial, get_split("montero_range", dsprites), dsprites.factors.names)
     assert {"eval/composition_nll", "eval/composition_nll_heldout"} <= keys
     assert "eval/elbo" not in keys  # its decoder never decodes one image's code
+
+
+# -- the analysis table ---------------------------------------------------------------------
+
+
+def test_table1_averages_seeds_per_condition_beside_the_papers_numbers() -> None:
+    frame = pd.DataFrame(
+        {
+            "params.split": ["montero_range"] * 2 + ["montero_extrapolation", "iid"],
+            "params.dataset.name": ["dsprites"] * 3 + ["shapes3d"],
+            "metrics.dis/dci_lasso_d": [0.5, 0.7, 0.9, 0.1],
+            "metrics.dis/dci_d": [0.0, 0.0, 0.0, 0.0],
+            "metrics.eval/composition_nll": [40.0, 60.0, 30.0, np.nan],
+            "metrics.eval/composition_nll_heldout": [300.0, 500.0, 9000.0, np.nan],
+        }
+    )
+    table = composition_table(frame).set_index("condition")
+    assert list(table.index) == ["montero_extrapolation", "montero_range"]  # iid: no task
+    rng = table.loc["montero_range"]
+    assert (rng["n"], rng["D_metric"]) == (2, "dis/dci_lasso_d")
+    assert math.isclose(rng["D"], 0.6) and rng["nll_train"] == 50.0
+    assert rng["nll_heldout"] == 400.0 and math.isclose(rng["nll_heldout_std"], 141.4213562)
+    assert (rng["paper_D"], rng["paper_nll_train"], rng["paper_nll_heldout"]) == (
+        0.71,
+        50.10,
+        346.10,
+    )
+    assert composition_table(frame.drop(columns="metrics.eval/composition_nll")).empty
