@@ -1,8 +1,7 @@
 """What the composition objective (Montero et al. 2021, Sec. 2.3) cannot be combined with,
 refused before Ray starts: the decoder test, which retrains a decoder on single images'
 codes, while a composition model's decoder only ever reads composed codes. (A split without
-a held-out set is refused with the data, `raystudy.checks.data`; stacking by
-`raystudy.checks.stacking`.)"""
+a held-out set is refused with the data, `raystudy.checks.data`.)"""
 
 from __future__ import annotations
 

@@ -158,38 +158,61 @@ class BatchSampler:
             )
         return first, second
 
-    def indices(self) -> np.ndarray:
-        """The next batch's factor indices, [B, K]; for pairs the first images then the
-        second ones, [2B, K] (one render call for both halves: rendering costs per call as
-        much as per image)."""
-        if self.pair_k is None:
-            return self.split.sample("encoder", self.batch_size, self.rng)
-        return np.concatenate(self._pairs(self.batch_size))
+    def draw(self) -> tuple[np.ndarray, np.ndarray | None]:
+        """The next batch's factor indices and, for triples, its one-hot actions [B, K].
 
-    def _triples(self) -> Batch:
-        t = sample_triples(self.split, self.batch_size, self.rng, TRAIN_ROLES)
-        inputs, targets, factors = self._images(
-            np.concatenate([t.reference, t.transform, t.target])
-        )
-        n = self.batch_size
-        action = torch.from_numpy(t.one_hot(self.dataset.factors.num_factors)).to(self.device)
-        return Batch(
-            inputs[:n],
-            targets[2 * n :],
-            inputs2=inputs[n : 2 * n],
-            factors=factors[:n],
-            factors2=factors[n : 2 * n],
-            action=action,
-        )
+        Indices: [B, K] single images; for pairs the first images then the second ones,
+        [2B, K]; for triples the references, transforms, then targets, [3B, K] (one render
+        call for all: rendering costs per call as much as per image)."""
+        if self.triples:
+            t = sample_triples(self.split, self.batch_size, self.rng, TRAIN_ROLES)
+            indices = np.concatenate([t.reference, t.transform, t.target])
+            return indices, t.one_hot(self.dataset.factors.num_factors)
+        if self.pair_k is None:
+            return self.split.sample("encoder", self.batch_size, self.rng), None
+        return np.concatenate(self._pairs(self.batch_size)), None
+
+    def fields(
+        self,
+        noisy: torch.Tensor,
+        clean: torch.Tensor,
+        factors: torch.Tensor,
+        action: torch.Tensor | None,
+        dim: int = 0,
+    ) -> dict[str, torch.Tensor]:
+        """The `Batch` fields of a rendering of `draw`'s indices, split along `dim` (1 for
+        the stacked loop's [S, rows, ...] tensors): the encoder reads the noisy images, the
+        decoder's targets are clean."""
+
+        def rows(t: torch.Tensor, part: int) -> torch.Tensor:
+            return t.narrow(dim, part * self.batch_size, self.batch_size)
+
+        if self.triples:
+            assert action is not None
+            return {
+                "inputs": rows(noisy, 0),
+                "targets": rows(clean, 2),
+                "inputs2": rows(noisy, 1),
+                "factors": rows(factors, 0),
+                "factors2": rows(factors, 1),
+                "action": action,
+            }
+        if self.pair_k is None:
+            return {"inputs": noisy, "targets": clean, "factors": factors}
+        return {
+            "inputs": rows(noisy, 0),
+            "targets": rows(clean, 0),
+            "inputs2": rows(noisy, 1),
+            "targets2": rows(clean, 1),
+            "factors": rows(factors, 0),
+            "factors2": rows(factors, 1),
+        }
 
     def __call__(self) -> Batch:
-        if self.triples:
-            return self._triples()
-        inputs, targets, factors = self._images(self.indices())
-        if self.pair_k is None:
-            return Batch(inputs, targets, factors=factors)
-        n = self.batch_size
-        return Batch(inputs[:n], targets[:n], inputs[n:], targets[n:], factors[:n], factors[n:])
+        indices, action = self.draw()
+        noisy, clean, factors = self._images(indices)
+        hot = None if action is None else torch.from_numpy(action).to(self.device)
+        return Batch(**self.fields(noisy, clean, factors, hot))
 
 
 def train(

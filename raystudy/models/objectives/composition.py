@@ -18,8 +18,8 @@ Burgess et al.'s conv encoder and decoder and 10 latents. The bias b is the auth
 (two `nn.Linear` layers, ``mmrl/disent-and-gen``, ``LinearMixer``); the paper's formula omits
 it. Reported: `kl` is the sum of both images' KLs.
 
-The layer is the model's (`VAE.transform`), so it trains, checkpoints and is logged with it.
-Not stackable: the stacked loop draws single images or pairs, not triples.
+The layer is the model's (`VAE.transform`), so it trains, checkpoints, stacks
+(`execution.seeds_per_trial`) and is logged with it.
 """
 
 from __future__ import annotations
@@ -82,10 +82,6 @@ class Composition(Objective):
     hyperparameters: ClassVar[tuple[str, ...]] = ("beta",)
     loss_weights: ClassVar[tuple[str, ...]] = ("beta",)
     triples: ClassVar[bool] = True
-    stackable: ClassVar[bool] = False
-    unstackable_because: ClassVar[str] = (
-        "it trains on composition triples, which the stacked loop does not draw"
-    )
 
     def __init__(self, beta: float = 1.0) -> None:
         self.beta = float(beta)
