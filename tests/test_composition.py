@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from raystudy.analysis.composition import composition_table
+from raystudy.artifacts import composed, draw_composition_trials
 from raystudy.checks import load_spec
 from raystudy.data import get_dataset, get_split
 from raystudy.data.composition import (
@@ -215,6 +216,24 @@ def test_the_table1_nlls_are_scored_on_training_and_held_out_triples(dsprites) -
         == composition_nll(model, batch, seed=ev.seed)["composition_nll"]
     )
     assert all(v > 0 for v in scores.values())
+
+
+def test_the_trials_figure_shows_each_triple_and_the_output(dsprites, tmp_path) -> None:
+    torch.manual_seed(0)
+    model, _ = build(
+        ModelConfig(objective="composition", architecture="mlp", latent_dim=4), 1, 64, 5
+    )
+    model.eval()
+    split = get_split("montero_extrapolation", dsprites)
+    t = sample_triples(split, 3, np.random.default_rng(1), HELDOUT_ROLES)
+    images = composed(model, dsprites, t, CPU)
+    assert images.shape == (4, 3, 1, 64, 64)
+    assert np.array_equal(images[2], dsprites.render(t.target).numpy())  # row 3: the target
+    assert images[3].min() > 0.0 and images[3].max() < 1.0  # row 4: Bernoulli means
+    path = draw_composition_trials(tmp_path, model, dsprites, split, 0, CPU)
+    assert path is not None and path.stat().st_size > 1000
+    plain, _ = build(ModelConfig(objective="beta_vae", architecture="mlp", latent_dim=4), 1, 64, 5)
+    assert draw_composition_trials(tmp_path, plain, dsprites, split, 0, CPU) is None
 
 
 # -- refused configurations -----------------------------------------------------------------

@@ -38,7 +38,8 @@ def test_composition_study_runs_small_and_writes_table1(ray_local, tmp_path: Pat
     result = CliRunner().invoke(app, ["run", str(SPACE), "-o", str(tmp_path), *sets])
     assert result.exit_code == 0, result.output
     info = StudyInfo.read(tmp_path / "composition_tiny")
-    runs = mlflow.MlflowClient(info.tracking_uri).search_runs([info.experiment_id], TRIAL_RUNS)
+    client = mlflow.MlflowClient(info.tracking_uri)
+    runs = client.search_runs([info.experiment_id], TRIAL_RUNS)
     assert len(runs) == 1 and runs[0].info.status == "FINISHED"
     run = runs[0]
     assert run.data.params["model.objective"] == "composition"
@@ -49,6 +50,10 @@ def test_composition_study_runs_small_and_writes_table1(ray_local, tmp_path: Pat
     assert metrics["eval/composition_nll"] > 0 and metrics["eval/composition_nll_heldout"] > 0
     assert 0.0 <= metrics["dis/dci_lasso_d"] <= 1.0
     assert "eval/elbo" not in metrics  # the decoder never decodes one image's code
+    logged = {
+        a.path for a in mlflow.MlflowClient(info.tracking_uri).list_artifacts(run.info.run_id)
+    }
+    assert "composition_trials.png" in logged
 
     result = CliRunner().invoke(
         app, ["analyze", "composition_tiny", "-o", str(tmp_path), "--bootstrap", "10"]
