@@ -62,7 +62,10 @@ def check_triples(t, k: int) -> None:
     others = np.ones_like(t.target, dtype=bool)
     others[rows, t.action] = False
     assert (t.target[others] == t.reference[others]).all()
-    assert set(np.unique(t.action)) == set(range(k))  # every factor is an action
+    # The action is uniform over the factors, even where the training set cuts one short
+    # (extrapolation: half the pos_x moves of a training image leave it).
+    share = np.bincount(t.action, minlength=k) / t.action.size
+    assert np.abs(share - 1 / k).max() < 0.03, share
 
 
 @pytest.mark.parametrize("kind", ["element", "range", "extrapolation"])

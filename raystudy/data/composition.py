@@ -11,9 +11,9 @@ Sampling (:func:`sample_triples`), given the set the target must lie in and the 
 inputs must lie in (``None``: any feasible combination of the dataset):
 
 1. target uniform over its set, action a uniform over the factors of more than one value, the
-   reference equal to the target but in factor a, there uniform over the other values; a row
-   whose reference falls outside the input set is drawn again whole, so (target, reference)
-   is uniform over the valid pairs of each action;
+   reference equal to the target but in factor a, there uniform over the other values that
+   keep it inside the input set (a target with no such value, factor a pinned there, is drawn
+   again with a new action: in the three Montero splits it never is);
 2. the transform uniform over the input set's combinations whose factor a equals the target's.
 
 Training triples (:data:`TRAIN_ROLES`) keep all three images in the split's encoder set. Test
@@ -87,6 +87,7 @@ def _draw_pairs(
     actionable = np.flatnonzero(sizes > 1)
     if actionable.size == 0:
         raise ValueError(f"dataset {split.dataset.name!r} has no factor with two values")
+    width = int(sizes.max())
     target = np.empty((n, sizes.size), dtype=np.int64)
     reference = np.empty_like(target)
     action = np.empty(n, dtype=np.int64)
@@ -95,12 +96,19 @@ def _draw_pairs(
         m = todo.size
         t = split.sample(target_role, m, gen)
         a = actionable[gen.integers(0, actionable.size, size=m)]
-        rows = np.arange(m)
-        r = t.copy()
-        # A shift by 1..size-1 (mod size) is uniform over the other values.
-        r[rows, a] = (t[rows, a] + gen.integers(1, sizes[a])) % sizes[a]
-        ok = _inside(split, input_role, r)
-        target[todo[ok]], reference[todo[ok]], action[todo[ok]] = t[ok], r[ok], a[ok]
+        # Every other value of factor a, each row's candidates at once: [m, width].
+        values = np.broadcast_to(np.arange(width), (m, width))
+        candidates = np.repeat(t[:, None, :], width, axis=1)
+        candidates[np.arange(m)[:, None], np.arange(width), a[:, None]] = values
+        valid = (values < sizes[a][:, None]) & (values != t[np.arange(m), a][:, None])
+        inside = np.zeros_like(valid)
+        inside[valid] = _inside(split, input_role, candidates[valid])
+        # A uniform choice among each row's valid values: the largest of i.i.d. keys.
+        keys = np.where(inside, gen.random((m, width)), -1.0)
+        pick = keys.argmax(axis=1)
+        ok = inside.any(axis=1)  # a row without any (factor a pinned there) is drawn again
+        target[todo[ok]], action[todo[ok]] = t[ok], a[ok]
+        reference[todo[ok]] = candidates[np.flatnonzero(ok), pick[ok]]
         todo = todo[~ok]
         if todo.size == 0:
             return target, reference, action
