@@ -59,6 +59,7 @@ def test_composition_study_runs_small_and_writes_table1(ray_local, tmp_path: Pat
         app, ["analyze", "composition_tiny", "-o", str(tmp_path), "--bootstrap", "10"]
     )
     assert result.exit_code == 0, result.output
+    assert "Composition task (Montero et al. 2021, Table 1)" in result.output
     table = pd.read_csv(tmp_path / "composition_tiny" / "analysis" / "composition.csv")
     assert list(table["condition"]) == ["montero_range"] and list(table["n"]) == [1]
     row = table.iloc[0]
