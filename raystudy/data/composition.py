@@ -66,7 +66,8 @@ def composition_problem(split: Split) -> str | None:
     return (
         f"the composition task scores triples whose target is held out, and split "
         f"{split.name!r} holds nothing out; use a split with a held-out set "
-        "(montero_element, montero_range, montero_extrapolation, montero2022_*, schott_*)"
+        "(montero_element, montero_range, montero_extrapolation, montero2022_*, schott_*, "
+        "or one written in the spec with a heldout set)"
     )
 
 
