@@ -261,9 +261,17 @@ def test_composition_without_a_held_out_set_is_refused_at_the_split() -> None:
     assert "split: objective 'composition'" in message and "holds nothing out" in message
 
 
-def test_composition_refuses_the_decoder_test() -> None:
+def test_composition_refuses_the_decoder_test_and_pair_options() -> None:
     message = refusal("evaluation.decoder_test_steps=5")
     assert "evaluation.decoder_test_steps" in message and "set it to 0" in message
+    message = refusal("model.k=2")
+    assert "model.k: objective 'composition' trains on composition triples" in message
+    message = refusal("grid={model: [{objective: composition, kl_mode: symmetric_kl}]}")
+    assert "model.kl_mode" in message and "grid point 0" in message
+    # A base k read by the weakly supervised models of the grid is theirs, not refused.
+    mixed = [*COMPOSITION[1:3], "model.k=2"]
+    grid = "grid={model: [{objective: ada_gvae}, {objective: composition}]}"
+    assert load_spec(SMOKE, tiny("comp", *mixed, grid)).num_trials() == 2
 
 
 def test_a_sound_composition_spec_loads_and_predicts_its_metrics(dsprites) -> None:
