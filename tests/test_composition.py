@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from mlflow.tracking import MlflowClient
 from torch import nn
 
 from raystudy.analysis.composition import composition_table
@@ -30,8 +31,11 @@ from raystudy.models import Batch, build, get_objective
 from raystudy.models.objectives.composition import LatentComposition, composition_layer
 from raystudy.models.vae import VAE
 from raystudy.scoring import eval_scores
-from raystudy.spec import EvaluationConfig, ModelConfig, SpecError
+from raystudy.spec import EvaluationConfig, ModelConfig, SpecError, TrialConfig
+from raystudy.tags import ARTIFACT_ERROR_TAG
 from raystudy.training.loop import BatchSampler
+from raystudy.trials.common import TrialContext
+from raystudy.trials.single import LocalReporter, run_trial
 from tests.tiny import SMOKE, tiny
 
 D, K, PIX = 3, 4, 16
@@ -237,6 +241,40 @@ def test_the_trials_figure_shows_each_triple_and_the_output(dsprites, tmp_path) 
     assert path is not None and path.stat().st_size > 1000
     plain, _ = build(ModelConfig(objective="beta_vae", architecture="mlp", latent_dim=4), 1, 64, 5)
     assert draw_composition_trials(tmp_path, plain, dsprites, split, 0, CPU) is None
+
+
+def test_a_trial_trains_scores_and_logs_the_task_without_ray(dsprites, tmp_path) -> None:
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(uri)
+    experiment = client.create_experiment("comp")
+    config = TrialConfig.model_validate(
+        {
+            "dataset": {"name": "dsprites", "options": {"orientation_grid": "closed"}},
+            "split": "montero_extrapolation",
+            "model": {"objective": "composition", "architecture": "conv", "latent_dim": 4},
+            "train": {"steps": 2, "batch_size": 8, "report_every": 1},
+            "evaluation": {
+                "metrics": ["dci_lasso"],
+                "probes": [],
+                "num_train": 100,
+                "num_test": 50,
+                "num_eval_images": 16,
+            },
+        }
+    )
+    ctx = TrialContext(
+        uri, experiment, None, "comp", "t1", "composition", log_models=False, system_metrics=False
+    )
+    results = run_trial(config, ctx, LocalReporter())
+    run = client.search_runs([experiment])[0]
+    assert run.info.status == "FINISHED" and run.data.params["model.beta"] == "1.0"
+    split = get_split("montero_extrapolation", dsprites)
+    final = {k for k in results if not k.startswith("train/")}
+    assert final == reported_metrics(config, split, dsprites.factors.names)  # as predicted
+    assert results["eval/composition_nll_heldout"] > 0 and 0 <= results["dis/dci_lasso_d"] <= 1
+    assert {"train/loss", "train/recon", "train/kl"} <= set(run.data.metrics)
+    logged = {a.path for a in client.list_artifacts(run.info.run_id)}
+    assert "composition_trials.png" in logged and ARTIFACT_ERROR_TAG not in run.data.tags
 
 
 # -- refused configurations -----------------------------------------------------------------

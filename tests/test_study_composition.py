@@ -1,6 +1,9 @@
 """The shipped composition study (Montero et al. 2021, Sec. 2.3), shrunk through `--set`, end
 to end through the CLI: YAML -> Ray Tune (local cluster) -> MLflow -> the Table 1 NLLs and D
-per trial -> `raystudy analyze`'s composition.csv beside the paper's numbers."""
+per trial -> `raystudy analyze`'s composition.csv beside the paper's numbers.
+
+Heavy (~25 s alone, most of it the Ray driver and worker start): CI runs the same trial in
+process (tests/test_composition.py, `run_trial`) and composition.csv from a results table."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ from pathlib import Path
 
 import mlflow
 import pandas as pd
+import pytest
 from typer.testing import CliRunner
 
 from raystudy.cli import app
@@ -33,6 +37,7 @@ SMALL = [
 ]
 
 
+@pytest.mark.heavy
 def test_composition_study_runs_small_and_writes_table1(ray_local, tmp_path: Path) -> None:
     sets = [a for s in SMALL for a in ("--set", s)]
     result = CliRunner().invoke(app, ["run", str(SPACE), "-o", str(tmp_path), *sets])
