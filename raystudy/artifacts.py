@@ -44,8 +44,9 @@ from raystudy.data.heldout import (
     nearest_seen,
 )
 from raystudy.latent_projection import projected_factors, projection_figure, tied_dimensions
+from raystudy.metrics.composition import triple_batch
 from raystudy.metrics.dci import completeness, disentanglement, importance_matrix
-from raystudy.models import VAE, Batch
+from raystudy.models import VAE
 from raystudy.models.objectives.composition import compose
 from raystudy.scoring import encode_means
 from raystudy.spec import TrialConfig
@@ -134,14 +135,11 @@ def composed(
 ) -> NDArray:
     """Images (4, N, C, H, W): each triple's reference, transform and target, and the
     model's output (the decoder mean of the composed posterior means)."""
-    n = triples.action.size
-    idx = np.concatenate([triples.reference, triples.transform, triples.target])
-    images = dataset.render(torch.from_numpy(idx).to(device))
-    action = torch.from_numpy(triples.one_hot(dataset.factors.num_factors)).to(device)
-    batch = Batch(images[:n], images[2 * n :], inputs2=images[n : 2 * n], action=action)
+    batch = triple_batch(dataset, triples, device)
     logits, _, _ = compose(model, batch, noise=False)
-    out = torch.cat([images, torch.sigmoid(logits)]).unflatten(0, (4, n))
-    return out.cpu().numpy()
+    assert batch.inputs2 is not None
+    shown = [batch.inputs, batch.inputs2, batch.targets, torch.sigmoid(logits)]
+    return torch.stack(shown).cpu().numpy()
 
 
 def draw_composition_trials(

@@ -26,10 +26,10 @@ from raystudy.metrics import (
     get_metric,
     transfer,
 )
-from raystudy.metrics.composition import composition_nll
+from raystudy.metrics.composition import composition_nll, triple_batch
 from raystudy.metrics.probes import probe_applies
 from raystudy.metrics.unsupervised import decoder_scores, unsupervised
-from raystudy.models import OBJECTIVES, VAE, Batch
+from raystudy.models import OBJECTIVES, VAE
 from raystudy.spec import EvaluationConfig, TrialConfig
 
 #: A representation: images [B, C, H, W] in [0, 1] -> codes [B, D].
@@ -129,13 +129,7 @@ def composition_scores(
     for roles, stream, heldout in sets:
         rng = np.random.default_rng([seed, stream])
         triples = sample_triples(split, evaluation.num_eval_images, rng, roles)
-        n = triples.action.size
-        images = render_all(
-            dataset, np.concatenate([triples.reference, triples.transform, triples.target]), device
-        )
-        action = torch.from_numpy(triples.one_hot(dataset.factors.num_factors)).to(device)
-        batch = Batch(images[:n], images[2 * n :], inputs2=images[n : 2 * n], action=action)
-        scores = composition_nll(model, batch, seed=seed)
+        scores = composition_nll(model, triple_batch(dataset, triples, device), seed=seed)
         results.update({eval_key(k, heldout=heldout): v for k, v in scores.items()})
     return results
 

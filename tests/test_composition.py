@@ -6,13 +6,13 @@ any work. (Resuming exactly from a checkpoint: tests/test_train.py, over every o
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 
 import numpy as np
 import pandas as pd
 import pytest
 import torch
 from mlflow.tracking import MlflowClient
+from tiny import SMOKE, tiny
 from torch import nn
 
 from raystudy.analysis.composition import composition_table
@@ -25,7 +25,7 @@ from raystudy.data.composition import (
     composition_problem,
     sample_triples,
 )
-from raystudy.metrics.composition import composition_nll
+from raystudy.metrics.composition import composition_nll, triple_batch
 from raystudy.metrics.reported import reported_metrics
 from raystudy.models import Batch, build, get_objective
 from raystudy.models.objectives.composition import LatentComposition, composition_layer
@@ -36,18 +36,12 @@ from raystudy.tags import ARTIFACT_ERROR_TAG
 from raystudy.training.loop import BatchSampler
 from raystudy.trials.common import TrialContext
 from raystudy.trials.single import LocalReporter, run_trial
-from tests.tiny import SMOKE, tiny
 
 D, K, PIX = 3, 4, 16
 CPU = torch.device("cpu")
 
 
-@pytest.fixture(autouse=True)
-def one_torch_thread() -> Iterator[None]:
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")
@@ -218,6 +212,7 @@ def test_the_table1_nlls_are_scored_on_training_and_held_out_triples(dsprites) -
     t = sample_triples(split, 16, np.random.default_rng([ev.seed, 8]), TRAIN_ROLES)
     images = [dsprites.render(torch.from_numpy(i)) for i in (t.reference, t.target, t.transform)]
     batch = Batch(images[0], images[1], inputs2=images[2], action=torch.from_numpy(t.one_hot(5)))
+    assert torch.equal(triple_batch(dsprites, t, CPU, chunk=5).inputs2, images[2])
     assert (
         scores["eval/composition_nll"]
         == composition_nll(model, batch, seed=ev.seed)["composition_nll"]

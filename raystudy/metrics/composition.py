@@ -12,14 +12,34 @@ scored on the same noise.
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
+from raystudy.data import GroundTruthDataset
+from raystudy.data.composition import Triples
 from raystudy.models.objectives import Batch
 from raystudy.models.objectives.composition import composition_layer
 from raystudy.models.vae import VAE, bernoulli_nll
 
 #: The key `composition_nll` returns (reported as eval/composition_nll[_heldout]).
 COMPOSITION_OUTPUTS = ("composition_nll",)
+
+
+def triple_batch(
+    dataset: GroundTruthDataset, triples: Triples, device: torch.device, chunk: int = 768
+) -> Batch:
+    """The images of `triples` rendered on `device` (in chunks of `chunk` images) as a clean
+    `Batch`: references, targets, transforms, one-hot actions."""
+    n = triples.action.size
+    idx = np.concatenate([triples.reference, triples.transform, triples.target])
+    images = torch.cat(
+        [
+            dataset.render(torch.from_numpy(idx[i : i + chunk]).to(device))
+            for i in range(0, len(idx), chunk)
+        ]
+    )
+    action = torch.from_numpy(triples.one_hot(dataset.factors.num_factors)).to(device)
+    return Batch(images[:n], images[2 * n :], inputs2=images[n : 2 * n], action=action)
 
 
 @torch.no_grad()
