@@ -117,7 +117,7 @@ def reconstruct(
     uses (the posterior means, or gt_decoder's true factors), as numpy (N, C, H, W)."""
     x = dataset.render(torch.from_numpy(idx).to(device), domain=domain)
     code = torch.from_numpy(encode_means(model, dataset, idx, device, domain)).to(x)
-    recon = torch.sigmoid(model.decode(code))
+    recon = torch.sigmoid(model.decode_for(code, x))
     return x.cpu().numpy(), recon.cpu().numpy()
 
 

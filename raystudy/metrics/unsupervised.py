@@ -69,7 +69,7 @@ def unsupervised(
         mu, logvar = model.encode(x)
         eps = torch.randn(mu.shape, generator=generator, device=mu.device, dtype=mu.dtype)
         z = mu + eps * (0.5 * logvar).exp()
-        logits = model.decode(z)
+        logits = model.decode_for(z, x)  # a discrete code, if any, picked per image
         recon_sum += float(bernoulli_nll(logits, x).sum())
         kl_sum += float(gaussian_kl(mu, logvar).sum())
         mus.append(mu.double())

@@ -103,6 +103,36 @@ class NoImageEncoder(nn.Module):
         )
 
 
+class HeadedEncoder(nn.Module):
+    """An architecture's encoder whose first output feeds an objective's encoder head
+    (`Objective.encoder_head`): x -> features = backbone(x)[0] -> (mu, logvar) = head(features).
+
+    LieGroupVAE's encoder is one: its backbone ends in the group features, from which the head
+    computes the posterior. The backbone's own log-variance layer is left out (no parameters
+    that never train), so a module that asked for it gets an empty tensor.
+    """
+
+    def __init__(self, backbone: nn.Module, head: nn.Module) -> None:
+        super().__init__()
+        if hasattr(backbone, "logvar"):
+            backbone.logvar = _NoOutput()
+        self.backbone = backbone
+        self.head = head
+
+    def features(self, x: torch.Tensor) -> torch.Tensor:
+        return self.backbone(x)[0]
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.head(self.features(x))
+
+
+class _NoOutput(nn.Module):
+    """Stands in for a backbone layer whose output nothing reads: [B, 0], no parameters."""
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        return h[:, :0]
+
+
 class VAE(nn.Module):
     """An encoder producing (mu, logvar) and a decoder producing pixel logits.
 
@@ -128,6 +158,16 @@ class VAE(nn.Module):
 
     def decode(self, z: torch.Tensor) -> torch.Tensor:
         return self.decoder(z)
+
+    def decode_for(self, z: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """The logits with which the model reconstructs `targets` from their codes `z`:
+        ``decode(z)``, unless the decoder's head completes the code per image from the image
+        itself (its ``complete_code(z, decoder, targets)``: CascadeVAE's discrete code)."""
+        head = self.decoder[0] if isinstance(self.decoder, nn.Sequential) else None
+        complete = getattr(head, "complete_code", None)
+        if complete is None:
+            return self.decode(z)
+        return self.decode(complete(z, self.decoder, targets))
 
     @staticmethod
     def reparameterize(mu: torch.Tensor, logvar: torch.Tensor) -> torch.Tensor:

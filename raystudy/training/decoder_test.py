@@ -93,7 +93,8 @@ def retrain_decoder(
     count = 0
     for step in range(1, steps + 1):
         batch = sampler()
-        loss = bernoulli_nll(tested.decode(decoder_input(tested, batch)), batch.targets).mean()
+        logits = tested.decode_for(decoder_input(tested, batch), batch.targets)
+        loss = bernoulli_nll(logits, batch.targets).mean()
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if config.grad_clip is not None:
