@@ -31,7 +31,10 @@ Resume: the categories are a function of the model, the batch and the posterior 
 the schedule a function of t; the `discrete` buffer is part of the model's state. Nothing else
 is kept, so a resumed run continues exactly. Stacks: the matching solver runs on the host,
 which `torch.func.vmap` cannot batch, so a stack that trains past `discrete_from` runs its
-models one by one ("loop" batching; see `Objective.unbatchable_from`).
+models one by one ("loop" batching; see `Objective.unbatchable_from`). Cost: from
+`discrete_from` on, a step also decodes the batch K times without gradient and waits for the
+host's solver (on a GPU, one synchronisation a step); `model.flops_per_step`, counted at step
+0, leaves those decodes out.
 
 Representation (metrics, probes, the logged encoder): the continuous posterior mean alone.
 The discrete code is not an encoder output: it is chosen by decoding the image K times, so
