@@ -17,6 +17,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from raystudy.metrics.unsupervised import unsupervised
 from raystudy.models import Batch, build, get_objective
 from raystudy.models.objectives.ada_gvae import adaptive_average
 from raystudy.models.objectives.annealed_vae import capacity
@@ -567,6 +568,22 @@ def test_cascade_discrete_code_is_the_balanced_best_category() -> None:
     assert len(set(chosen)) > 1  # the test's categories really compete
 
 
+@torch.no_grad()
+def min_category_nll(model: VAE, z: torch.Tensor, x: torch.Tensor) -> float:
+    """Mean over images of min_k -log p(x | z, e_k), decoding [z; e_k] directly."""
+    per_category = [
+        F.binary_cross_entropy_with_logits(
+            model.decode(torch.cat([z, torch.eye(3)[k].expand(len(z), 3)], dim=1)),
+            x,
+            reduction="none",
+        )
+        .flatten(1)
+        .sum(dim=1)
+        for k in range(3)
+    ]
+    return float(torch.stack(per_category, dim=1).min(dim=1).values.mean())
+
+
 def test_cascade_evaluation_decodes_each_image_with_its_best_category() -> None:
     model, batch = cascade_model()
     z = torch.randn(6, D)
@@ -589,6 +606,13 @@ def test_cascade_evaluation_decodes_each_image_with_its_best_category() -> None:
     best = torch.stack(per_category, dim=1).argmin(dim=1)
     expected = model.decode(torch.cat([z, F.one_hot(best, 3).float()], dim=1))
     assert torch.allclose(model.decode_for(z, batch.targets), expected)
+    # eval/recon reconstructs each held-out image with its best category too.
+    images = batch.targets
+    mu, logvar = model.encode(images)
+    eps = torch.randn(mu.shape, generator=torch.Generator().manual_seed(0))
+    sample = mu + eps * (0.5 * logvar).exp()
+    best_nll = min_category_nll(model, sample, images)
+    assert close(unsupervised(model, images, seed=0)["recon"], best_nll, rel=1e-5)
     # A code alone (traversals) decodes with category 0; [z; c] passes through.
     first = torch.cat([z, torch.eye(3)[0].expand(6, 3)], dim=1)
     assert torch.equal(model.decode(z), model.decode(first))
