@@ -103,9 +103,9 @@ class CategoryCode(nn.Module):
                 f"{self.out_features} (z and {self.categories} categories) entries, got "
                 f"{code.shape[-1]}"
             )
-        # No branch on the buffer's value: the same ops run under vmap.
-        first = F.one_hot(torch.zeros_like(code[:, 0], dtype=torch.long), self.categories)
-        return torch.cat([code, self.discrete * first.to(code.dtype)], dim=1)
+        # No branch on (or check of) a tensor's value: the same ops run under vmap.
+        first = torch.eye(self.categories, dtype=code.dtype, device=code.device)[0]
+        return torch.cat([code, (self.discrete * first).expand(code.shape[0], -1)], dim=1)
 
     @torch.no_grad()
     def complete_code(
