@@ -36,7 +36,13 @@ from raystudy.models.objectives.lie_group_vae import (
 from raystudy.models.objectives.ml_vae import poe_aggregate
 from raystudy.models.objectives.wae import mmd_imq
 from raystudy.models.objectives.weak import pair_divergence, shared_dimensions
-from raystudy.models.vae import VAE, HeadedEncoder, NoImageEncoder, noise_tape
+from raystudy.models.vae import (
+    VAE,
+    HeadedEncoder,
+    NoImageEncoder,
+    noise_tape,
+    reconstruction_logits,
+)
 from raystudy.spec import ModelConfig
 
 D = 3  # latent dimensions
@@ -590,7 +596,7 @@ def test_cascade_evaluation_decodes_each_image_with_its_best_category() -> None:
     head = category_head(model)
     zeros = torch.cat([z, torch.zeros(6, 3)], dim=1)
     # Before the discrete phase the model decodes as it trained: with c = 0.
-    assert torch.equal(model.decode_for(z, batch.targets), model.decode(zeros))
+    assert torch.equal(reconstruction_logits(model, z, batch.targets), model.decode(zeros))
     assert torch.equal(model.decode(z), model.decode(zeros))
     head.discrete.fill_(1.0)
     per_category = [
@@ -605,7 +611,7 @@ def test_cascade_evaluation_decodes_each_image_with_its_best_category() -> None:
     ]
     best = torch.stack(per_category, dim=1).argmin(dim=1)
     expected = model.decode(torch.cat([z, F.one_hot(best, 3).float()], dim=1))
-    assert torch.allclose(model.decode_for(z, batch.targets), expected)
+    assert torch.allclose(reconstruction_logits(model, z, batch.targets), expected)
     # eval/recon reconstructs each held-out image with its best category too.
     images = batch.targets
     mu, logvar = model.encode(images)

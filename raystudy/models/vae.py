@@ -103,6 +103,17 @@ class NoImageEncoder(nn.Module):
         )
 
 
+def reconstruction_logits(model: nn.Module, z: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """The logits with which `model` reconstructs `targets` from their codes `z`:
+    ``model.decode(z)``, unless its decoder's head completes the code per image from the image
+    itself (the head's ``complete_code(z, decoder, targets)``: CascadeVAE's discrete code).
+    Any module with a ``decode`` will do; only a `VAE`'s decoder can have such a head."""
+    decoder = getattr(model, "decoder", None)
+    head = decoder[0] if isinstance(decoder, nn.Sequential) else None
+    complete = getattr(head, "complete_code", None)
+    return model.decode(z if complete is None else complete(z, decoder, targets))
+
+
 class HeadedEncoder(nn.Module):
     """An architecture's encoder whose first output feeds an objective's encoder head
     (`Objective.encoder_head`): x -> features = backbone(x)[0] -> (mu, logvar) = head(features).
@@ -158,16 +169,6 @@ class VAE(nn.Module):
 
     def decode(self, z: torch.Tensor) -> torch.Tensor:
         return self.decoder(z)
-
-    def decode_for(self, z: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        """The logits with which the model reconstructs `targets` from their codes `z`:
-        ``decode(z)``, unless the decoder's head completes the code per image from the image
-        itself (its ``complete_code(z, decoder, targets)``: CascadeVAE's discrete code)."""
-        head = self.decoder[0] if isinstance(self.decoder, nn.Sequential) else None
-        complete = getattr(head, "complete_code", None)
-        if complete is None:
-            return self.decode(z)
-        return self.decode(complete(z, self.decoder, targets))
 
     @staticmethod
     def reparameterize(mu: torch.Tensor, logvar: torch.Tensor) -> torch.Tensor:

@@ -24,9 +24,9 @@ beside, decodes one posterior sample too. For gt_decoder the code is the normali
 factors, as in its training. An objective's penalties on decoder parameters (LieGroupVAE's
 basis terms) are not applied: the test asks what reconstruction alone can learn. A CascadeVAE
 trained past its `discrete_from` decodes each image with its best category, argmin_k
--log p(x | z, e_k) (`VAE.decode_for`), from the first step, as its evaluation does; the paper's
-retraining runs the model's balanced matching instead, whose balance weight (0.001 nats a
-pair) rarely changes the choice.
+-log p(x | z, e_k) (`reconstruction_logits`), from the first step, as its evaluation does;
+the paper's retraining runs the model's balanced matching instead, whose balance weight
+(0.001 nats a pair) rarely changes the choice.
 
 Knows neither Ray, MLflow nor the scoring: the trial scores the returned model with the same
 images and code as eval/recon and eval/recon_heldout (`raystudy.trials.decoder_test`).
@@ -43,7 +43,7 @@ from torch import nn
 
 from raystudy.data import GroundTruthDataset, Split
 from raystudy.models import VAE, Batch
-from raystudy.models.vae import bernoulli_nll
+from raystudy.models.vae import bernoulli_nll, reconstruction_logits
 from raystudy.spec import TrainConfig
 from raystudy.training.loop import BatchSampler, TrainingDiverged
 
@@ -103,7 +103,7 @@ def retrain_decoder(
     count = 0
     for step in range(1, steps + 1):
         batch = sampler()
-        logits = tested.decode_for(decoder_input(tested, batch), batch.targets)
+        logits = reconstruction_logits(tested, decoder_input(tested, batch), batch.targets)
         loss = bernoulli_nll(logits, batch.targets).mean()
         optimizer.zero_grad(set_to_none=True)
         loss.backward()

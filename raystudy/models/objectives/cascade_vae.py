@@ -23,9 +23,10 @@ batch's categories minimise sum_i u[i, c_i] + category_balance * sum_k n_k (n_k 
 (`category_matching.balanced_categories`; the authors' min-cost flow, solved exactly). The
 loss then trains on the chosen [z; c] (the K trial decodes carry no gradient, as in both
 codes). Evaluation, which has no batch to balance, gives each image its argmin_k u[i, k]
-(`CategoryCode.complete_code`, through `VAE.decode_for`), as both codes' evaluation does.
-The head's `discrete` buffer records that the model trained past `discrete_from`, so that
-evaluation decodes with the code the decoder was trained on (0 before, a category after).
+(`CategoryCode.complete_code`, through `vae.reconstruction_logits`), as both codes'
+evaluation does; so does the decoder test (`training.decoder_test`). The head's `discrete`
+buffer records that the model trained past `discrete_from`, so that evaluation decodes with
+the code the decoder was trained on (0 before, a category after).
 
 Resume: the categories are a function of the model, the batch and the posterior sample, and
 the schedule a function of t; the `discrete` buffer is part of the model's state. Nothing else
