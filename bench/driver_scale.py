@@ -28,9 +28,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -42,7 +40,7 @@ from typing import Any
 
 import psutil
 
-from bench import study_overhead
+from bench import _servers, study_overhead
 from bench._table import Load, markdown, record, write_json
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -115,50 +113,11 @@ def folder_bytes(path: Path) -> tuple[int, int]:
     return sum(sizes), max(sizes, default=0)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextlib.contextmanager
 def mlflow_server(folder: Path) -> Iterator[tuple[str, Path]]:
     """An `mlflow server` over a sqlite file in `folder`; (its URI, the file)."""
-    db = folder / "server.db"
-    port = free_port()
-    log = (folder / "server.log").open("wb")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "mlflow",
-            "server",
-            "--backend-store-uri",
-            f"sqlite:///{db}",
-            "--artifacts-destination",
-            str(folder / "server-artifacts"),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env={**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"},
-    )
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
-                break
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"mlflow server did not start: see {folder / 'server.log'}")
-            time.sleep(0.5)
-        yield f"http://127.0.0.1:{port}", db
-    finally:
-        proc.terminate()
-        proc.wait(30)
-        log.close()
+    with _servers.mlflow_server(folder) as server:
+        yield server.url, folder / "server.db"
 
 
 def one_size(
