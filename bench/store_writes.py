@@ -1,5 +1,4 @@
-"""How many writes a second each MLflow store takes from concurrent trials, and where it stops
-keeping up.
+"""Writes/s of each MLflow store under concurrent trials, and where it stops keeping up.
 
     python -m bench.store_writes [--stores sqlite server-sqlite server-postgres postgres]
         [--writers 1 2 4 8 16 32] [--runs 3] [--spec search_spaces/smoke.yaml] [--set K=V]
