@@ -67,6 +67,8 @@ class Store:
 def stores(names: Sequence[str], folder: Path, fsync: bool) -> Iterator[list[Store]]:
     """The stores `names`, started in `folder` (a PostgreSQL cluster only if one is asked
     for, shared by both PostgreSQL stores, a database each)."""
+    from raystudy.tracking.writer import default_uri
+
     with contextlib.ExitStack() as stack:
         cluster = None
         if any("postgres" in n for n in names):
@@ -77,8 +79,8 @@ def stores(names: Sequence[str], folder: Path, fsync: bool) -> Iterator[list[Sto
         out = []
         for name in names:
             if name == "sqlite":
-                uri = f"sqlite:///{(folder / 'sqlite' / 'mlflow.db').resolve()}"
-                (folder / "sqlite").mkdir(parents=True, exist_ok=True)
+                (folder / name).mkdir(parents=True, exist_ok=True)
+                uri = default_uri(folder / name)  # as a study's own store
                 out.append(Store(name, uri, uri))
             elif name == "server-sqlite":
                 server = stack.enter_context(_servers.mlflow_server(folder / name))
