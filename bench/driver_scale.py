@@ -32,7 +32,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -41,7 +40,7 @@ from typing import Any
 import psutil
 
 from bench import _servers, study_overhead
-from bench._table import Load, markdown, record, write_json
+from bench._table import Load, markdown, record, work_folder, write_json
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = ROOT / "search_spaces/smoke.yaml"
@@ -246,11 +245,7 @@ def main() -> None:
     )
     rows = []
     with contextlib.ExitStack() as stack:
-        if args.keep:
-            args.keep.mkdir(parents=True, exist_ok=True)
-            out = args.keep
-        else:
-            out = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        out = stack.enter_context(work_folder(args.keep))
         uri, db = stack.enter_context(store(args.store, args.tracking_uri, out))
         for models in args.trials:
             for s in args.seeds_per_trial:

@@ -37,7 +37,6 @@ import math
 import multiprocessing as mp
 import queue
 import statistics
-import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -45,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import _servers
-from bench._table import Load, markdown, record, write_json
+from bench._table import Load, markdown, record, work_folder, write_json
 from bench._trial_writes import Job, TrialShape, WriterResult, trial_shape, write_runs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -354,11 +353,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     rows = []
     with contextlib.ExitStack() as stack:
-        if args.keep:
-            args.keep.mkdir(parents=True, exist_ok=True)
-            folder = args.keep
-        else:
-            folder = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        folder = stack.enter_context(work_folder(args.keep))
         for store in stack.enter_context(stores(args.stores, folder, args.postgres_fsync == "on")):
             for writers in sorted(args.writers):
                 start = time.monotonic()
