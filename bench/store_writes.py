@@ -148,7 +148,8 @@ def cell(store: Store, writers: int, runs: int, shape: TrialShape, folder: Path)
     """W writers at once on `store`, `runs` trial runs each, in a new experiment."""
     from raystudy.tracking.writer import StudyTracker
 
-    study = f"writes_{store.name}_w{writers}".replace("-", "_")
+    # A new experiment each time, also in a kept store written before.
+    study = f"writes_{store.name}_w{writers}_{time.time_ns()}".replace("-", "_")
     tracker = StudyTracker.start(store.uri, study, folder / "artifacts" / study, tags={})
     ctx = mp.get_context("spawn")  # fresh processes, as Ray's workers: no inherited clients
     barrier, results = ctx.Barrier(writers + 1), ctx.Queue()
