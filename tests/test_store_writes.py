@@ -1,10 +1,13 @@
-"""bench.store_writes on a real sqlite store: what its writers send is what the store holds,
-and a store's knee is where its writes/s stop rising."""
+"""bench.store_writes on a real sqlite store: what its writers send is what the store holds
+(heavy: ~20-40 s on 2 cores, of which a fresh store's migrations ~8 s and each writer's imports
+~4 s), and a store's knee is where its writes/s stop rising."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -14,6 +17,7 @@ from bench._trial_writes import TrialShape, schedule  # noqa: E402
 from bench.store_writes import Store, cell, knee  # noqa: E402
 
 
+@pytest.mark.heavy
 def test_two_writers_store_every_write_they_send(tmp_path: Path) -> None:
     shape = TrialShape(
         params={"model.beta": "4", "train.steps": "20", "seed": "0"},
