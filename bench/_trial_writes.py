@@ -143,6 +143,8 @@ class WriterResult:
     #: writes a busy store made `retry_busy` repeat
     retries: int = 0
     errors: list[str] = field(default_factory=list)
+    #: dataset inputs the store refused (the run goes on, tagged `raystudy.lineage_error`)
+    lineage_errors: list[str] = field(default_factory=list)
     sent: dict[str, int] = field(
         default_factory=lambda: dict.fromkeys(("metrics", "params", "tags"), 0)
     )
@@ -172,6 +174,7 @@ def _count_retries(result: WriterResult) -> None:
 def _one_run(job: Job, run_index: int, result: WriterResult) -> None:
     """One trial's writes, in its order (`raystudy.trials.single.run_trial`)."""
     from raystudy.keys import train_key
+    from raystudy.tags import LINEAGE_ERROR_TAG
     from raystudy.tracking.system_metrics import SystemMetrics
     from raystudy.tracking.writer import TrialRun
 
@@ -207,7 +210,15 @@ def _one_run(job: Job, run_index: int, result: WriterResult) -> None:
 
     timed("set_tags", lambda: run.set_tags(shape.lineage))
     result.sent["tags"] += len(shape.lineage)
-    timed("log_dataset", lambda: run.log_dataset(*shape.data))
+    try:
+        timed("log_dataset", lambda: run.log_dataset(*shape.data))
+    except Exception as exc:
+        # As `record_lineage` does: a dataset input that fails is tagged on the run, never
+        # the trial's failure.
+        why = f"{type(exc).__name__}: {exc}"
+        result.lineage_errors.append(why.splitlines()[0][:300])
+        run.set_tags({LINEAGE_ERROR_TAG: why[:5000]})
+        result.sent["tags"] += 1
     timed("read", lambda: run.last_step(train_key("loss")))
     after = schedule(len(shape.report_steps), shape.system_points)
     for i, step in enumerate(shape.report_steps):

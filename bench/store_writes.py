@@ -24,7 +24,8 @@ read back from the store's database afterwards (MLflow's own tags on a run inclu
 = writes / wall, wall from the first writer leaving the barrier to the last one ending;
 p50/p99 of every logging call (a run's open, tags, dataset, each log_metrics, finish; the two
 reads a trial makes are counted apart); raystudy's busy retries (`tracking.retry.retry_busy`'s
-repeats); errors (runs that raised, as they would fail their trial). MLflow's own HTTP retries
+repeats); errors (runs that raised, as they would fail their trial); dataset inputs the store
+refused (the trial tags them and goes on: `record_lineage`). MLflow's own HTTP retries
 inside one call are in its latency, not counted. Each store's knee: see `knee`.
 """
 
@@ -191,6 +192,7 @@ def row(
     writes = held["metrics"] + held["params"] + held["tags"]
     sent = {k: sum(r.sent[k] for r in results) for k in ("metrics", "params", "tags")}
     errors = [e for r in results for e in r.errors]
+    lineage_errors = [e for r in results for e in r.lineage_errors]
     return {
         "store": store,
         "writers": writers,
@@ -216,6 +218,8 @@ def row(
         "retries": sum(r.retries for r in results),
         "errors": len(errors),
         "error_examples": sorted(set(errors))[:5],
+        "lineage_errors": len(lineage_errors),
+        "lineage_error_examples": sorted(set(lineage_errors))[:5],
     }
 
 
@@ -277,6 +281,7 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
             "p99 ms",
             "retries",
             "errors",
+            "dataset refused",
         ],
         [
             (
@@ -290,6 +295,7 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
                 ms(r["p99_ms"]),
                 r["retries"],
                 r["errors"],
+                r["lineage_errors"],
             )
             for r in rows
         ],
