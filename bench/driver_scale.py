@@ -28,13 +28,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,8 +39,8 @@ from typing import Any
 
 import psutil
 
-from bench import study_overhead
-from bench._table import Load, markdown, record, write_json
+from bench import _servers, study_overhead
+from bench._table import Load, markdown, record, work_folder, write_json
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = ROOT / "search_spaces/smoke.yaml"
@@ -115,50 +112,11 @@ def folder_bytes(path: Path) -> tuple[int, int]:
     return sum(sizes), max(sizes, default=0)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextlib.contextmanager
 def mlflow_server(folder: Path) -> Iterator[tuple[str, Path]]:
     """An `mlflow server` over a sqlite file in `folder`; (its URI, the file)."""
-    db = folder / "server.db"
-    port = free_port()
-    log = (folder / "server.log").open("wb")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "mlflow",
-            "server",
-            "--backend-store-uri",
-            f"sqlite:///{db}",
-            "--artifacts-destination",
-            str(folder / "server-artifacts"),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env={**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"},
-    )
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
-                break
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"mlflow server did not start: see {folder / 'server.log'}")
-            time.sleep(0.5)
-        yield f"http://127.0.0.1:{port}", db
-    finally:
-        proc.terminate()
-        proc.wait(30)
-        log.close()
+    with _servers.mlflow_server(folder) as server:
+        yield server.url, folder / "server.db"
 
 
 def one_size(
@@ -287,11 +245,7 @@ def main() -> None:
     )
     rows = []
     with contextlib.ExitStack() as stack:
-        if args.keep:
-            args.keep.mkdir(parents=True, exist_ok=True)
-            out = args.keep
-        else:
-            out = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        out = stack.enter_context(work_folder(args.keep))
         uri, db = stack.enter_context(store(args.store, args.tracking_uri, out))
         for models in args.trials:
             for s in args.seeds_per_trial:
