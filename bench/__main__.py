@@ -31,6 +31,7 @@ BENCHES = (
     "laptop_settings",
     "real_domain",
     "driver_scale",
+    "store_writes",
 )
 
 

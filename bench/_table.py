@@ -15,13 +15,15 @@ can turn it back into rows of one combined table through that module's ``summary
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import os
 import platform
 import statistics
+import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -124,3 +126,14 @@ def write_json(path: Path | None, record_: dict[str, Any]) -> None:
     if path is not None:
         path.write_text(json.dumps(record_, indent=2, default=float))
         print(f"wrote {path}")
+
+
+@contextlib.contextmanager
+def work_folder(keep: Path | None) -> Iterator[Path]:
+    """`keep` (made if missing, left in place) or a temporary folder removed at the end."""
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
+        yield keep
+        return
+    with tempfile.TemporaryDirectory() as folder:
+        yield Path(folder)

@@ -1,7 +1,8 @@
 """The study driver at the papers' size: 1,000 to 12,600 trials through `raystudy run`.
 
     python -m bench.driver_scale [--trials 1000 5000 12600] [--seeds-per-trial 1 10]
-        [--store sqlite | server] [--tracking-uri URI] [--interrupt 0.5] [--json PATH]
+        [--store sqlite | server | server-postgres | postgres] [--tracking-uri URI]
+        [--interrupt 0.5] [--json PATH]
 
 Each trial is dry (train.steps 0, no metrics or probes, 4 latents, no logged model and no
 figures: `execution.log_models` and `log_artifacts` false, as a sweep this size would set
@@ -19,31 +20,33 @@ trials):
 Each step's wall seconds and the peak RSS of its process (polled every 0.5 s with psutil; the
 driver only, not Ray's workers) are recorded, with the finished models after each step, the
 size of Tune's experiment folder (`<study>/tune/`) and its largest file, and the store's size.
-"wall per model" is (run + resume wall) / N. Stores: the study's own sqlite file (default), or
-`--store server`: an `mlflow server` over sqlite started here (one writer process between the
-trials and the file), or any `--tracking-uri` (e.g. a `mlflow server` over Postgres).
+"wall per model" is (run + resume wall) / N. Stores (`STORES`): the study's own sqlite file
+(default); `--store server`, an `mlflow server` over a sqlite file (one writer process between
+the trials and the file); `server-postgres`, an `mlflow server` over a PostgreSQL cluster
+started here with fsync on (cluster.yaml's head); `postgres`, the studies naming that
+database themselves; or any `--tracking-uri` (not interrupted where it is a server whose
+database this bench cannot count in). Servers run MLflow's default 4 workers.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import os
+import functools
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import psutil
+import sqlalchemy
 
-from bench import study_overhead
-from bench._table import Load, markdown, record, write_json
+from bench import _servers, study_overhead
+from bench._table import Load, markdown, record, work_folder, write_json
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = ROOT / "search_spaces/smoke.yaml"
@@ -90,23 +93,50 @@ class Watched:
         return self.proc.returncode
 
 
-def finished_models(db: Path | None, study: str) -> int:
-    """Trial runs of `study` FINISHED in a sqlite MLflow store (read directly: cheap at any
-    size); -1 where it cannot be read."""
-    if db is None or not db.exists():
+def finished_models(db: str | None, study: str) -> int:
+    """Trial runs of `study` FINISHED in the database behind the store (a SQLAlchemy URL:
+    sqlite or PostgreSQL; read directly, not through MLflow: cheap at any size and no load on
+    a server being timed); -1 where it cannot be read."""
+    if db is None:
         return -1
-    with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)) as con:
-        try:
-            (n,) = con.execute(
-                "SELECT count(*) FROM runs r JOIN tags t ON t.run_uuid = r.run_uuid "
-                "JOIN experiments e ON e.experiment_id = r.experiment_id "
-                "WHERE r.status = 'FINISHED' AND t.key = 'raystudy.role' "
-                "AND t.value = 'trial' AND e.name = ?",
-                (study,),
-            ).fetchone()
-        except sqlite3.Error:
-            return -1
-    return int(n)
+    if db.startswith("sqlite:///") and not Path(db.removeprefix("sqlite:///")).exists():
+        return -1
+    query = sqlalchemy.text(
+        "SELECT count(*) FROM runs r JOIN tags t ON t.run_uuid = r.run_uuid "
+        "JOIN experiments e ON e.experiment_id = r.experiment_id "
+        "WHERE r.status = 'FINISHED' AND t.key = 'raystudy.role' "
+        "AND t.value = 'trial' AND e.name = :study"
+    )
+    engine = _engine(db)
+    try:
+        with engine.connect() as con:
+            return int(con.execute(query, {"study": study}).scalar_one())
+    except sqlalchemy.exc.SQLAlchemyError:
+        return -1
+
+
+@functools.cache
+def _engine(db: str) -> sqlalchemy.Engine:
+    if db.startswith("sqlite:///"):  # read-only: never a writer beside the store's own
+        path = db.removeprefix("sqlite:///")
+        return sqlalchemy.create_engine(
+            "sqlite://",
+            creator=lambda: sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5),
+            poolclass=sqlalchemy.pool.NullPool,
+        )
+    return sqlalchemy.create_engine(db, poolclass=sqlalchemy.pool.NullPool)
+
+
+def store_size_mb(db: str | None) -> float | None:
+    """The store's database size: the sqlite file's, or PostgreSQL's pg_database_size."""
+    if db is None:
+        return None
+    if db.startswith("sqlite:///"):
+        path = Path(db.removeprefix("sqlite:///"))
+        return path.stat().st_size / 2**20 if path.exists() else None
+    with _engine(db).connect() as con:
+        size = con.execute(sqlalchemy.text("SELECT pg_database_size(current_database())"))
+        return int(size.scalar_one()) / 2**20
 
 
 def folder_bytes(path: Path) -> tuple[int, int]:
@@ -115,54 +145,8 @@ def folder_bytes(path: Path) -> tuple[int, int]:
     return sum(sizes), max(sizes, default=0)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextlib.contextmanager
-def mlflow_server(folder: Path) -> Iterator[tuple[str, Path]]:
-    """An `mlflow server` over a sqlite file in `folder`; (its URI, the file)."""
-    db = folder / "server.db"
-    port = free_port()
-    log = (folder / "server.log").open("wb")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "mlflow",
-            "server",
-            "--backend-store-uri",
-            f"sqlite:///{db}",
-            "--artifacts-destination",
-            str(folder / "server-artifacts"),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env={**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"},
-    )
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
-                break
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"mlflow server did not start: see {folder / 'server.log'}")
-            time.sleep(0.5)
-        yield f"http://127.0.0.1:{port}", db
-    finally:
-        proc.terminate()
-        proc.wait(30)
-        log.close()
-
-
 def one_size(
-    models: int, stack: int, out: Path, uri: str | None, db: Path | None, interrupt: float
+    models: int, stack: int, out: Path, uri: str | None, db: str | None, interrupt: float
 ) -> dict[str, Any]:
     name = f"scale_{models}_s{stack}"
     sets = [*DRY, f"name={name}", f"grid.seed={list(range(models))}"]
@@ -170,7 +154,7 @@ def one_size(
     if uri is not None:
         sets.append(f"tracking.uri={uri}")
     study = out / name
-    db = db if db is not None else study / "mlflow.db"
+    db = db if db is not None else f"sqlite:///{study / 'mlflow.db'}"
     log = out / f"{name}.log"
     row: dict[str, Any] = {"models": models, "seeds_per_trial": stack}
     row["tune_trials"] = -(-models // stack)
@@ -203,22 +187,42 @@ def one_size(
     tune_total, tune_largest = folder_bytes(study / "tune")
     row["tune_dir_mb"] = tune_total / 2**20
     row["tune_largest_file_mb"] = tune_largest / 2**20
-    row["store_mb"] = db.stat().st_size / 2**20 if db.exists() else None
+    row["store_mb"] = store_size_mb(db)
     row["interrupted_at_models"] = interrupted_at
     wall = row["run"]["wall_s"] + row.get("resume", {}).get("wall_s", 0.0)
     row["wall_per_model_s"] = wall / models
     return row
 
 
+#: --store: where the trials log, and what this bench starts for it.
+STORES = {
+    "sqlite": "each study's own sqlite file (the default store)",
+    "server": "an `mlflow server` over a sqlite file",
+    "server-postgres": "an `mlflow server` over PostgreSQL (cluster.yaml's head)",
+    "postgres": "PostgreSQL, named by the study (tracking.uri: postgresql://...)",
+}
+
+
 @contextlib.contextmanager
-def store(kind: str, uri: str | None, folder: Path) -> Iterator[tuple[str | None, Path | None]]:
+def store(kind: str, uri: str | None, folder: Path) -> Iterator[tuple[str | None, str | None]]:
+    """(the URI the studies log to, the database behind it to count runs in); None, None:
+    each study's own sqlite file."""
     if uri is not None:
-        yield uri, None
+        # A server's database is not known from its URL: no Ctrl-C, no counts.
+        yield uri, None if uri.startswith("http") else uri
+    elif kind == "sqlite":
+        yield None, None
     elif kind == "server":
-        with mlflow_server(folder) as (server_uri, db):
-            yield server_uri, db
+        with _servers.mlflow_server(folder / "server") as server:
+            yield server.url, f"sqlite:///{folder / 'server' / 'server.db'}"
     else:
-        yield None, None  # each study's own sqlite file
+        with _servers.postgres_cluster() as cluster:
+            database = cluster.create_database("scale")
+            if kind == "postgres":
+                yield database, database
+            else:
+                with _servers.mlflow_server(folder / "server", database) as server:
+                    yield server.url, database
 
 
 def table(payload: dict[str, Any]) -> str:
@@ -272,7 +276,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, nargs="+", default=[1000, 5000, 12600])
     parser.add_argument("--seeds-per-trial", type=int, nargs="+", default=[1])
-    parser.add_argument("--store", choices=["sqlite", "server"], default="sqlite")
+    parser.add_argument("--store", choices=list(STORES), default="sqlite")
     parser.add_argument("--tracking-uri", help="any other store, e.g. a server over Postgres")
     parser.add_argument("--interrupt", type=float, default=0.5, help="0: no Ctrl-C")
     parser.add_argument("--keep", type=Path, help="keep the studies in this folder")
@@ -287,11 +291,7 @@ def main() -> None:
     )
     rows = []
     with contextlib.ExitStack() as stack:
-        if args.keep:
-            args.keep.mkdir(parents=True, exist_ok=True)
-            out = args.keep
-        else:
-            out = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        out = stack.enter_context(work_folder(args.keep))
         uri, db = stack.enter_context(store(args.store, args.tracking_uri, out))
         for models in args.trials:
             for s in args.seeds_per_trial:

@@ -48,6 +48,7 @@ from raystudy.metrics.composition import triple_batch
 from raystudy.metrics.dci import completeness, disentanglement, importance_matrix
 from raystudy.models import VAE
 from raystudy.models.objectives.composition import compose
+from raystudy.models.vae import reconstruction_logits
 from raystudy.scoring import encode_means
 from raystudy.spec import TrialConfig
 
@@ -125,7 +126,7 @@ def reconstruct(
     uses (the posterior means, or gt_decoder's true factors), as numpy (N, C, H, W)."""
     x = dataset.render(torch.from_numpy(idx).to(device), domain=domain)
     code = torch.from_numpy(encode_means(model, dataset, idx, device, domain)).to(x)
-    recon = torch.sigmoid(model.decode(code))
+    recon = torch.sigmoid(reconstruction_logits(model, code, x))
     return x.cpu().numpy(), recon.cpu().numpy()
 
 

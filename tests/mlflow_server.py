@@ -1,5 +1,6 @@
-"""A real `mlflow server` on 127.0.0.1 for tests: started, stopped (as a crash would) and
-started again on the same port and store."""
+"""A real `mlflow server` on 127.0.0.1 for tests and benchmarks: started, stopped (as a crash
+would) and started again on the same port and store. Importable without pytest (the benchmarks
+under bench/ start theirs with it)."""
 
 from __future__ import annotations
 
@@ -22,15 +23,28 @@ def free_port() -> int:
 class MlflowServer:
     """A real `mlflow server` on 127.0.0.1 over a sqlite store in `root` (or the database
     `backend`); `stop()` and `start()` again keep the port and the store, as a restarted
-    server would."""
+    server would.
 
-    def __init__(self, root: Path, port: int | None = None, backend: str | None = None) -> None:
+    `workers`: its request worker processes (None: MLflow's default, 4, as `mlflow server` runs
+    on a cluster's head, cluster.yaml); `log`: a file for its output (None: discarded)."""
+
+    def __init__(
+        self,
+        root: Path,
+        port: int | None = None,
+        backend: str | None = None,
+        workers: int | None = 1,
+        log: Path | None = None,
+    ) -> None:
         self.root, self.port = root, port or free_port()
         self.backend = backend or f"sqlite:///{root / 'server.db'}"
+        self.workers, self.log = workers, log
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen | None = None
 
     def start(self, timeout_s: float = 90.0) -> MlflowServer:
+        workers = [] if self.workers is None else ["--workers", str(self.workers)]
+        out = subprocess.DEVNULL if self.log is None else self.log.open("ab")
         self.proc = subprocess.Popen(
             [
                 sys.executable,
@@ -45,21 +59,23 @@ class MlflowServer:
                 self.backend,
                 "--artifacts-destination",
                 str(self.root / "artifacts"),
-                "--workers",
-                "1",
+                *workers,
             ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
             # As `raystudy ui` starts it: without MLflow 3's GenAI job runner, which no study
             # uses (7 more processes; test_tracking_server took 77 s with it, 70 s without).
             env={**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"},
             start_new_session=True,  # it starts workers of its own: stop the whole session
         )
+        if out is not subprocess.DEVNULL:
+            out.close()  # the server holds its own copy
         deadline = time.monotonic() + timeout_s
         while not self.healthy():
             if time.monotonic() > deadline:
                 self.stop()
-                raise AssertionError(f"mlflow server did not answer {self.url}/health")
+                seen = f": see {self.log}" if self.log else ""
+                raise AssertionError(f"mlflow server did not answer {self.url}/health{seen}")
             time.sleep(0.5)
         return self
 

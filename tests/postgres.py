@@ -1,6 +1,8 @@
 """A real, throwaway PostgreSQL cluster on 127.0.0.1 for tests: `initdb` into a temporary
 folder, `postgres` on a free port, a database per store; stopped (as a crash would, or
-politely) and started again on the same port and data; removed at the end.
+politely) and started again on the same port and data; removed at the end. Importable without
+pytest (`python -m bench.store_writes` starts one too): what is missing raises `Missing`, which
+`postgres_or_skip` turns into a skipped test.
 
 The binaries are looked for on PATH, in /usr/local/bin and in Debian's
 /usr/lib/postgresql/<version>/bin (`apt-get install postgresql`). PostgreSQL refuses to run
@@ -18,11 +20,14 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-import pytest
 from mlflow_server import free_port
 
 INSTALL = "install PostgreSQL's server (Debian: `apt-get install postgresql`)"
 PROGRAMS = ("initdb", "pg_ctl", "postgres")
+
+
+class Missing(RuntimeError):
+    """What a PostgreSQL server here needs and lacks; the message says what to install."""
 
 
 def find_bin_dir() -> Path | None:
@@ -59,7 +64,9 @@ class Postgres:
                 pwd.getpwnam("postgres")
             except KeyError:
                 self.remove()
-                pytest.skip(f"running as root and there is no `postgres` user to run as; {INSTALL}")
+                raise Missing(
+                    f"running as root and there is no `postgres` user to run as; {INSTALL}"
+                ) from None
             shutil.chown(self.root, "postgres")
             self._as = ["runuser", "-u", "postgres", "--"]
             self.user = "postgres"
@@ -80,14 +87,15 @@ class Postgres:
         )  # fmt: skip
         if done.returncode:
             self.remove()
-            pytest.skip(f"initdb failed ({done.stderr.strip()[-300:]}); {INSTALL}")
+            raise Missing(f"initdb failed ({done.stderr.strip()[-300:]}); {INSTALL}")
         return self
 
-    def start(self) -> Postgres:
+    def start(self, fsync: bool = False) -> Postgres:
+        """`fsync` off (the default): a test's data need not outlive the machine, only the
+        server; on, as a real deployment runs it (a benchmark's timings)."""
         options = (
             f"-h 127.0.0.1 -p {self.port} -k {self.root} "
-            # fsync off: a test's data need not outlive the machine, only the server
-            "-c fsync=off -c max_connections=300"
+            f"-c fsync={'on' if fsync else 'off'} -c max_connections=300"
         )
         done = self._run(
             "pg_ctl", "-D", str(self.data), "-l", str(self.root / "server.log"), "-o", options,
@@ -129,13 +137,27 @@ class Postgres:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def postgres_or_skip() -> Postgres:
-    """A started cluster, or the test skipped with what is missing and how to install it."""
-    pytest.importorskip("psycopg2", reason="psycopg2 is missing: pip install -e '.[dev]'")
+def started(fsync: bool = False) -> Postgres:
+    """A started cluster (`Postgres.start`'s `fsync`); raises `Missing` with what is missing
+    and how to install it."""
+    try:
+        import psycopg2  # noqa: F401  (MLflow's driver for postgresql:// stores)
+    except ImportError:
+        raise Missing("psycopg2 is missing: pip install -e '.[dev]'") from None
     bin_dir = find_bin_dir()
     if bin_dir is None:
-        pytest.skip(
+        raise Missing(
             f"no PostgreSQL server binaries ({', '.join(PROGRAMS)}) on PATH, in /usr/local/bin "
             f"or /usr/lib/postgresql/*/bin; {INSTALL}"
         )
-    return Postgres(bin_dir).init().start()
+    return Postgres(bin_dir).init().start(fsync)
+
+
+def postgres_or_skip() -> Postgres:
+    """A started cluster, or the test skipped with what is missing and how to install it."""
+    import pytest
+
+    try:
+        return started()
+    except Missing as exc:
+        pytest.skip(str(exc))

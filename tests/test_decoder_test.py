@@ -21,6 +21,7 @@ from raystudy.data import get_dataset
 from raystudy.keys import DECODER_TEST, eval_key
 from raystudy.metrics.reported import reported_metrics
 from raystudy.models import build
+from raystudy.models.objectives.cascade_vae import category_head
 from raystudy.scoring import build_split, eval_scores
 from raystudy.spec import EvaluationConfig, TrainConfig, TrialConfig
 from raystudy.training.decoder_test import retrain_decoder
@@ -87,6 +88,24 @@ def test_only_the_decoder_learns_and_its_loss_falls() -> None:
     assert same(states(tuned.encoder), states(model.encoder))
     with pytest.raises(ValueError, match="steps must be >= 1"):
         retrain_decoder(model, ds, split, train, 0, seed=0, device=CPU)
+
+
+def test_a_cascade_decoder_retrained_from_fresh_weights_keeps_the_discrete_phase() -> None:
+    config = trial("cascade_vae")
+    ds = get_dataset(DATASET)
+    split = build_split(config, ds)
+    torch.manual_seed(0)
+    model, _ = build(config.model, ds.channels, ds.resolution, ds.factors.num_factors)
+    category_head(model).discrete.fill_(1.0)  # as a model trained past discrete_from
+    torch.manual_seed(1)
+    fresh, _ = build(config.model, ds.channels, ds.resolution, ds.factors.num_factors)
+    train = TrainConfig(steps=1, batch_size=8, lr=1e-3, report_every=2)
+    tested, history = retrain_decoder(
+        model, ds, split, train, 2, seed=0, device=CPU, decoder=fresh.decoder
+    )
+    assert float(category_head(tested).discrete) == 1.0  # decodes with each image's category
+    assert float(category_head(fresh).discrete) == 0.0
+    assert math.isfinite(history[-1]["recon"])
 
 
 @pytest.mark.parametrize(

@@ -197,12 +197,21 @@ def test_every_objective_builds_from_a_config_reading_only_its_fields() -> None:
     assert (weak.beta, weak.kl_mode, weak.pair_k) == (6.0, "symmetric_kl", "random")
     assert objective_from_config(ModelConfig(objective="vae", **cfg)).beta == 1.0
     assert objective_from_config(ModelConfig(objective="beta_tcvae", **cfg)).beta == 6.0
-    montero = dict(lambda_mmd=3.0, beta_low=1.0, release_every=5, lambda_hessian=8.0)
+    montero = dict(
+        lambda_mmd=3.0,
+        beta_low=1.0,
+        release_every=5,
+        lambda_hessian=8.0,
+        discrete_from=7,
+        encoder_features_prob=0.5,
+    )
     wae = objective_from_config(ModelConfig(objective="wae", **montero))
     assert (wae.lambda_mmd, wae.lambda_logvar) == (3.0, 0.001)
     cascade = objective_from_config(ModelConfig(objective="cascade_vae", **montero))
     assert (cascade.beta_low, cascade.beta_high, cascade.release_every) == (1.0, 10.0, 5)
+    assert (cascade.categories, cascade.discrete_from, cascade.category_balance) == (3, 7, 0.001)
     lie = objective_from_config(ModelConfig(objective="lie_group_vae", beta=2.0, **montero))
+    assert (lie.lambda_group_recon, lie.encoder_features_prob) == (0.1, 0.5)
     assert (lie.beta, lie.lambda_hessian, lie.lambda_commute, lie.group_matrix_dim) == (
         2.0,
         8.0,

@@ -6,6 +6,7 @@ term can be recomputed in float64 numpy from the model's own means and variances
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterator
 
@@ -16,17 +17,32 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from raystudy.metrics.unsupervised import unsupervised
 from raystudy.models import Batch, build, get_objective
 from raystudy.models.objectives.ada_gvae import adaptive_average
 from raystudy.models.objectives.annealed_vae import capacity
 from raystudy.models.objectives.beta_tcvae import total_correlation
-from raystudy.models.objectives.cascade_vae import released_dimensions
+from raystudy.models.objectives.cascade_vae import CategoryCode, category_head, released_dimensions
+from raystudy.models.objectives.category_matching import balanced_categories, matching_cost
 from raystudy.models.objectives.factor_vae import permute_dims
-from raystudy.models.objectives.lie_group_vae import LieGroupExp, basis_penalties, lie_layer
+from raystudy.models.objectives.lie_group_vae import (
+    GroupPosterior,
+    LieGroupExp,
+    basis_penalties,
+    decodes_encoder_features,
+    group_encoder,
+    lie_layer,
+)
 from raystudy.models.objectives.ml_vae import poe_aggregate
 from raystudy.models.objectives.wae import mmd_imq
 from raystudy.models.objectives.weak import pair_divergence, shared_dimensions
-from raystudy.models.vae import VAE, NoImageEncoder, noise_tape
+from raystudy.models.vae import (
+    VAE,
+    HeadedEncoder,
+    NoImageEncoder,
+    noise_tape,
+    reconstruction_logits,
+)
 from raystudy.spec import ModelConfig
 
 D = 3  # latent dimensions
@@ -479,6 +495,155 @@ def test_cascade_releases_one_dimension_every_n_steps() -> None:
         get_objective("cascade_vae", release_every=0)
 
 
+def brute_force_categories(unary: np.ndarray, balance: float) -> float:
+    """The least matching cost over all K^B assignments."""
+    b, k = unary.shape
+    return min(
+        matching_cost(unary, np.array(c), balance) for c in itertools.product(range(k), repeat=b)
+    )
+
+
+def test_balanced_categories_is_the_exact_minimum() -> None:
+    rng = np.random.default_rng(0)
+    for balance in (0.0, 0.3, 2.0, 50.0):
+        for _ in range(5):
+            unary = rng.normal(size=(6, 3)) * 2.0
+            chosen = balanced_categories(unary, balance)
+            best = brute_force_categories(unary, balance)
+            assert math.isclose(matching_cost(unary, chosen, balance), best, abs_tol=1e-9)
+            if balance == 0.0:
+                assert (chosen == unary.argmin(axis=1)).all()
+            if balance == 50.0:  # pairs cost more than any reconstruction gain: 2 per category
+                assert sorted(np.bincount(chosen, minlength=3)) == [2, 2, 2]
+    with pytest.raises(ValueError, match="balance"):
+        balanced_categories(np.zeros((2, 3)), -1.0)
+
+
+def cascade_model(n_categories: int = 3) -> tuple[FixedNoiseVAE, Batch]:
+    """The tiny model with the decoder [z; c] -> pixels behind its CategoryCode head."""
+    model, batch = setup(n=6)
+    decoder = nn.Sequential(nn.Linear(D + n_categories, PIX), nn.Unflatten(1, (1, 4, 4)))
+    with torch.no_grad():  # categories that decode very differently, so the choice matters
+        decoder[0].weight[:, D:] = 3.0 * torch.randn(PIX, n_categories)
+    model.decoder = nn.Sequential(CategoryCode(D, n_categories), *decoder)
+    return model, batch
+
+
+def test_cascade_discrete_code_is_the_balanced_best_category() -> None:
+    model, batch = cascade_model()
+    mu, logvar = (np_(t) for t in model.encode(batch.inputs))
+    z = mu + np_(model.eps[:6]) * np.exp(0.5 * logvar)
+    w, b = np_(model.decoder[1].weight), np_(model.decoder[1].bias)
+    targets = np_(batch.targets).reshape(6, -1)
+
+    def recon_with(codes: np.ndarray) -> np.ndarray:  # per image
+        logits = np.concatenate([z, codes], axis=1) @ w.T + b
+        s = 1.0 / (1.0 + np.exp(-logits))
+        return -(targets * np.log(s) + (1 - targets) * np.log(1 - s)).sum(axis=1)
+
+    unary = np.stack([recon_with(np.tile(np.eye(3)[k], (6, 1))) for k in range(3)], axis=1)
+    kl_d = (0.5 * (mu**2 + np.exp(logvar) - logvar - 1)).mean(axis=0)
+    obj = get_objective(
+        "cascade_vae", release_every=10, categories=3, discrete_from=20, category_balance=4.0
+    )
+    # Before discrete_from: c = 0 for every image, no category counted.
+    terms = obj(model, batch, step=19)
+    penalty = 2.0 * kl_d[0] + 10.0 * kl_d[1:].sum()
+    assert close(terms.loss, recon_with(np.zeros((6, 3))).mean() + penalty, rel=1e-4)
+    assert [float(terms.extras[f"category_{k}"]) for k in range(3)] == [0.0, 0.0, 0.0]
+    assert float(category_head(model).discrete) == 0.0
+    # From discrete_from: the assignment that minimises recon + 4 * sum_k n_k (n_k - 1) / 2.
+    best = min(
+        itertools.product(range(3), repeat=6),
+        key=lambda c: matching_cost(unary, np.array(c), 4.0),
+    )
+    codes = np.eye(3)[list(best)]
+    terms = obj(model, batch, step=25)
+    recon = float(recon_with(codes).mean())
+    penalty = 2.0 * kl_d[:2].sum() + 10.0 * kl_d[2]
+    assert close(terms.recon, recon, rel=1e-4) and close(terms.loss, recon + penalty, rel=1e-4)
+    fractions = [float(terms.extras[f"category_{k}"]) for k in range(3)]
+    assert np.allclose(fractions, codes.mean(axis=0)) and sum(fractions) == pytest.approx(1.0)
+    assert float(category_head(model).discrete) == 1.0  # evaluation now decodes categories
+    assert close(obj(model, batch, step=25, kl_weight=0.5).loss, recon + 0.5 * penalty, rel=1e-4)
+    terms.loss.backward()  # the chosen code's decode trains the decoder's category weights
+    assert model.decoder[1].weight.grad[:, D:].abs().sum() > 0
+    unbalanced = get_objective("cascade_vae", categories=3, discrete_from=0, category_balance=0)
+    chosen = np.argmin(unary, axis=1)
+    assert close(unbalanced(model, batch, step=0).recon, unary.min(axis=1).mean(), rel=1e-4)
+    assert len(set(chosen)) > 1  # the test's categories really compete
+
+
+@torch.no_grad()
+def min_category_nll(model: VAE, z: torch.Tensor, x: torch.Tensor) -> float:
+    """Mean over images of min_k -log p(x | z, e_k), decoding [z; e_k] directly."""
+    per_category = [
+        F.binary_cross_entropy_with_logits(
+            model.decode(torch.cat([z, torch.eye(3)[k].expand(len(z), 3)], dim=1)),
+            x,
+            reduction="none",
+        )
+        .flatten(1)
+        .sum(dim=1)
+        for k in range(3)
+    ]
+    return float(torch.stack(per_category, dim=1).min(dim=1).values.mean())
+
+
+def test_cascade_evaluation_decodes_each_image_with_its_best_category() -> None:
+    model, batch = cascade_model()
+    z = torch.randn(6, D)
+    head = category_head(model)
+    zeros = torch.cat([z, torch.zeros(6, 3)], dim=1)
+    # Before the discrete phase the model decodes as it trained: with c = 0.
+    assert torch.equal(reconstruction_logits(model, z, batch.targets), model.decode(zeros))
+    assert torch.equal(model.decode(z), model.decode(zeros))
+    head.discrete.fill_(1.0)
+    per_category = [
+        F.binary_cross_entropy_with_logits(
+            model.decode(torch.cat([z, torch.eye(3)[k].expand(6, 3)], dim=1)),
+            batch.targets,
+            reduction="none",
+        )
+        .flatten(1)
+        .sum(dim=1)
+        for k in range(3)
+    ]
+    best = torch.stack(per_category, dim=1).argmin(dim=1)
+    expected = model.decode(torch.cat([z, F.one_hot(best, 3).float()], dim=1))
+    assert torch.allclose(reconstruction_logits(model, z, batch.targets), expected)
+    # eval/recon reconstructs each held-out image with its best category too.
+    images = batch.targets
+    mu, logvar = model.encode(images)
+    eps = torch.randn(mu.shape, generator=torch.Generator().manual_seed(0))
+    sample = mu + eps * (0.5 * logvar).exp()
+    best_nll = min_category_nll(model, sample, images)
+    assert close(unsupervised(model, images, seed=0)["recon"], best_nll, rel=1e-5)
+    # A code alone (traversals) decodes with category 0; [z; c] passes through.
+    first = torch.cat([z, torch.eye(3)[0].expand(6, 3)], dim=1)
+    assert torch.equal(model.decode(z), model.decode(first))
+    with pytest.raises(ValueError, match="reads a code of 3"):
+        model.decode(torch.zeros(6, 5))
+
+
+def test_cascade_builds_its_category_head_unless_categories_is_zero() -> None:
+    config = ModelConfig(objective="cascade_vae", architecture="mlp", latent_dim=5)
+    model, obj = build(config, 1, 64, num_factors=K)
+    head = category_head(model)
+    assert head is not None and head.out_features == 8 and obj.unbatchable_from == 80_000
+    assert "decoder.0.discrete" in model.state_dict()  # checkpointed with the model
+    assert model.decode(torch.zeros(2, 5)).shape == (2, 1, 64, 64)
+    plain_config = config.model_copy(update={"categories": 0})
+    plain, plain_obj = build(plain_config, 1, 64, num_factors=K)
+    assert category_head(plain) is None and plain_obj.unbatchable_from == math.inf
+    assert plain.decoder.net[0].in_features == 5
+    discrete = get_objective("cascade_vae", discrete_from=0)
+    with pytest.raises(ValueError, match="CategoryCode"):
+        discrete(plain, Batch(torch.zeros(2, 1, 64, 64), torch.zeros(2, 1, 64, 64)))
+    with pytest.raises(ValueError, match="categories"):
+        get_objective("cascade_vae", categories=1)
+
+
 def unit(m: int, i: int, j: int) -> torch.Tensor:
     e = torch.zeros(m, m)
     e[i, j] = 1.0
@@ -497,43 +662,96 @@ def test_basis_penalties_on_hand_made_bases() -> None:
     assert float(hessian) == (8.0 + 8.0) / 4 and float(commute) == 0.0  # ||2 I||^2 = 8
 
 
-def test_lie_group_vae_decodes_the_group_element_of_the_code() -> None:
-    m = 2
+def lie_model(m: int = 2) -> tuple[FixedNoiseVAE, Batch]:
+    """The tiny model with a group-feature encoder and the exponential map before its decoder."""
     model, batch = setup(n=5)
+    model.encoder = HeadedEncoder(TinyEncoder(m * m), GroupPosterior(D, m))
     head = LieGroupExp(D, m)
     with torch.no_grad():
         head.basis.copy_(0.5 * torch.randn(D, m, m))
     model.decoder = nn.Sequential(head, nn.Linear(m * m, PIX), nn.Unflatten(1, (1, 4, 4)))
-    mu, logvar = (np_(t) for t in model.encode(batch.inputs))
+    return model, batch
+
+
+def np_mlp(seq: nn.Sequential, h: np.ndarray) -> np.ndarray:
+    """Linear, ReLU, Linear in float64."""
+    hidden = np.maximum(h @ np_(seq[0].weight).T + np_(seq[0].bias), 0.0)
+    return hidden @ np_(seq[2].weight).T + np_(seq[2].bias)
+
+
+def test_lie_group_vae_loss_by_hand_on_both_decoder_inputs() -> None:
+    m = 2
+    model, batch = lie_model(m)
+    encoder, head = model.encoder, model.decoder[0]
+    x = np_(batch.inputs).reshape(5, -1)
+    features = (x @ np_(encoder.backbone.net.weight).T + np_(encoder.backbone.net.bias))[:, :4]
+    mu, logvar = np_mlp(encoder.head.mean, features), np_mlp(encoder.head.logvar, features)
     z = mu + np_(model.eps[:5]) * np.exp(0.5 * logvar)
     a = np_(head.basis)
     groups = np.stack([scipy.linalg.expm(np.einsum("d,dij->ij", zb, a)) for zb in z])
-    assert np.allclose(np_(head(torch.from_numpy(z).float())), groups.reshape(5, -1), atol=1e-5)
-    logits = np_(model.decoder[1:](torch.from_numpy(groups.reshape(5, -1)).float()))
-    recon, kl = np_recon(logits, np_(batch.targets)), np_kl(mu, logvar)
+    groups = groups.reshape(5, -1)
+    assert np.allclose(np_(head(torch.from_numpy(z).float())), groups, atol=1e-5)
+
+    def recon_from(g: np.ndarray) -> float:
+        return np_recon(np_(model.decoder[1:](torch.from_numpy(g).float())), np_(batch.targets))
+
+    kl = np_kl(mu, logvar)
+    group_recon = float(((features - groups) ** 2).sum(axis=1).mean())
     off = [(i, j) for i in range(D) for j in range(D) if i != j]
     hessian = sum(float(((a[i] @ a[j]) ** 2).sum()) for i, j in off) / D**2
     commute = sum(float(((a[i] @ a[j] - a[j] @ a[i]) ** 2).sum()) for i, j in off) / D**2
-    obj = get_objective("lie_group_vae", beta=2.0, lambda_hessian=40.0, lambda_commute=3.0)
-    terms = obj(model, batch)
-    assert close(terms.recon, recon, rel=1e-4) and close(terms.kl, kl)
-    assert close(terms.extras["hessian"], hessian) and close(terms.extras["commute"], commute)
-    expected = recon + 2.0 * kl + 40.0 * hessian + 3.0 * commute
-    assert close(terms.loss, expected, rel=1e-4)
-    terms.loss.backward()  # the basis is the model's and learns with it
+    penalty = 2.0 * kl + 0.5 * group_recon + 40.0 * hessian + 3.0 * commute
+    obj = get_objective(
+        "lie_group_vae",
+        beta=2.0,
+        lambda_hessian=40.0,
+        lambda_commute=3.0,
+        lambda_group_recon=0.5,
+        encoder_features_prob=0.5,
+    )
+    coins = {t: decodes_encoder_features(t, 0.5) for t in range(20)}
+    for step in (min(t for t, c in coins.items() if c), min(t for t, c in coins.items() if not c)):
+        recon = recon_from(features if coins[step] else groups)
+        terms = obj(model, batch, step=step)
+        assert float(terms.extras["encoder_features"]) == float(coins[step])
+        assert close(terms.recon, recon, rel=1e-4) and close(terms.kl, kl)
+        assert close(terms.extras["group_recon"], group_recon, rel=1e-4)
+        assert close(terms.extras["hessian"], hessian) and close(terms.extras["commute"], commute)
+        assert close(terms.loss, recon + penalty, rel=1e-4)
+        assert close(obj(model, batch, step=step, kl_weight=0.5).loss, recon + 0.5 * penalty)
+    model.zero_grad()
+    terms.loss.backward()  # the basis and the group head are the model's and learn with it
     assert head.basis.grad is not None and head.basis.grad.abs().sum() > 0
+    assert encoder.head.mean[0].weight.grad.abs().sum() > 0
 
 
-def test_lie_group_vae_builds_its_exponential_map_into_the_model() -> None:
+def test_the_decoder_reads_the_encoder_features_on_a_seeded_fifth_of_the_steps() -> None:
+    coins = [decodes_encoder_features(t, 0.2) for t in range(5000)]
+    assert coins == [decodes_encoder_features(t, 0.2) for t in range(5000)]  # step alone
+    assert abs(sum(coins) / 5000 - 0.2) < 0.02
+    assert not any(decodes_encoder_features(t, 0.0) for t in range(100))
+    assert all(decodes_encoder_features(t, 1.0) for t in range(100))
+    with pytest.raises(ValueError, match="encoder_features_prob"):
+        get_objective("lie_group_vae", encoder_features_prob=1.5)
+
+
+def test_lie_group_vae_builds_its_group_encoder_and_exponential_map() -> None:
     config = ModelConfig(objective="lie_group_vae", architecture="mlp", group_matrix_dim=3)
     model, obj = build(config, 1, 64, num_factors=K)
     layer = lie_layer(model)
     assert layer.basis.shape == (10, 3, 3) and layer.out_features == 9
     assert any(p is layer.basis for p in model.parameters())
     assert model.decode(torch.zeros(2, 10)).shape == (2, 1, 64, 64)
+    encoder = group_encoder(model)
+    x = torch.rand(2, 1, 64, 64)
+    assert encoder.features(x).shape == (2, 9)
+    assert [t.shape for t in model.encode(x)] == [(2, 10), (2, 10)]
+    # The backbone's own log-variance layer is gone: no parameter that never trains.
+    assert not any(n.startswith("encoder.backbone.logvar") for n, _ in model.named_parameters())
     assert obj.decoder_head(10) is not None and get_objective("wae").decoder_head(10) is None
+    assert obj.encoder_head(10).in_features == 9 and get_objective("wae").encoder_head(10) is None
     plain, _ = build(ModelConfig(objective="vae", architecture="mlp"), 1, 64, num_factors=K)
-    with pytest.raises(ValueError, match="LieGroupExp"):
+    with pytest.raises(ValueError, match="GroupPosterior"):
         obj(plain, Batch(torch.zeros(2, 1, 64, 64), torch.zeros(2, 1, 64, 64)))
 
 

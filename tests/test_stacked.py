@@ -80,6 +80,8 @@ def max_difference(a: VAE, b: VAE) -> float:
         pytest.param(
             "lie_group_vae", {"group_matrix_dim": 3}, {}, "vmap", 1e-5, marks=pytest.mark.heavy
         ),
+        # CascadeVAE's discrete code from step 2: its matching runs on the host, model by model.
+        ("cascade_vae", {"release_every": 1, "discrete_from": 2}, {}, "auto", 1e-6),
     ],
 )
 def test_each_stacked_model_matches_its_lone_run(
@@ -107,6 +109,18 @@ def test_each_stacked_model_matches_its_lone_run(
                 assert other_row[key] == pytest.approx(value, rel=1e-4, abs=1e-4)
     # The seeds really differ: a stack of copies would pass the comparison above trivially.
     assert max_difference(stacked[0], stacked[1]) > 1e-3
+
+
+def test_vmap_refuses_a_stack_that_reaches_a_host_side_solver(data):
+    dataset, split = data
+    model_config = ModelConfig(objective="cascade_vae", latent_dim=4, discrete_from=3)
+    models = [fresh(model_config, dataset, seed)[0] for seed in SEEDS]
+    objective = fresh(model_config, dataset, 0)[1]
+    config = TrainConfig(steps=4, batch_size=8, report_every=2)
+    with pytest.raises(ValueError, match="from step 3 on, which vmap cannot batch"):
+        train_stacked(
+            models, objective, dataset, split, config, seeds=SEEDS, device=CPU, batching="vmap"
+        )
 
 
 # stack_over: the models of a stack may differ in a loss weight (beta, lambda_od), each then

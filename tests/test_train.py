@@ -113,12 +113,13 @@ def _equal_states(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-@pytest.mark.parametrize("objective", ALL)
-def test_resume_from_checkpoint_equals_an_uninterrupted_run(objective: str) -> None:
+def _resume_equals_uninterrupted(objective: str, **hyper: Any) -> list[dict[str, float]]:
+    """Train 6 steps; train 3, checkpoint, resume in fresh objects to 6: the same history and
+    state, bit for bit. Returns the history."""
     cfg = TrainConfig(
         steps=6, batch_size=4, lr=1e-3, report_every=1, checkpoint_every=3, input_noise=True
     )
-    ds, split, full, obj_full = setup(objective, k="random")
+    ds, split, full, obj_full = setup(objective, k="random", **hyper)
     full_history = train(full, obj_full, ds, split, cfg, seed=3, device=CPU)
 
     states: list[dict[str, Any]] = []
@@ -127,9 +128,9 @@ def test_resume_from_checkpoint_equals_an_uninterrupted_run(objective: str) -> N
         if state is not None and step == 3:
             states.append(copy.deepcopy(state))
 
-    ds, split, first, obj = setup(objective, k="random")
+    ds, split, first, obj = setup(objective, k="random", **hyper)
     train(first, obj, ds, split, cfg, seed=3, device=CPU, on_progress=keep)
-    _, _, resumed, obj_resumed = setup(objective, k="random")  # a fresh process, in effect
+    _, _, resumed, obj_resumed = setup(objective, k="random", **hyper)  # a fresh process
     history = train(resumed, obj_resumed, ds, split, cfg, seed=3, device=CPU, resume_from=states[0])
     assert history == full_history
     assert _equal_states(full.state_dict(), resumed.state_dict())
@@ -137,6 +138,25 @@ def test_resume_from_checkpoint_equals_an_uninterrupted_run(objective: str) -> N
     assert _equal_states(obj_full.state_dict(), obj_resumed.state_dict())
     if objective == "factor_vae":
         assert obj_resumed.state_dict()["optimizer"]["state"]
+    return full_history
+
+
+@pytest.mark.parametrize("objective", ALL)
+def test_resume_from_checkpoint_equals_an_uninterrupted_run(objective: str) -> None:
+    _resume_equals_uninterrupted(objective)
+
+
+def test_resume_is_exact_through_cascades_discrete_code() -> None:
+    history = _resume_equals_uninterrupted("cascade_vae", discrete_from=2)
+    shares = [[h[f"train/category_{k}"] for k in range(3)] for h in history]
+    assert shares[:2] == [[0.0, 0.0, 0.0]] * 2  # c = 0 before discrete_from
+    assert all(sum(row) == pytest.approx(1.0) for row in shares[2:])
+
+
+def test_resume_is_exact_through_lie_group_vaes_decoder_coin() -> None:
+    history = _resume_equals_uninterrupted("lie_group_vae", encoder_features_prob=0.5)
+    coins = [h["train/encoder_features"] for h in history]
+    assert 0.0 in coins[3:] and 1.0 in coins[3:]  # both decoder inputs after the resume
 
 
 def test_the_learning_rate_steps_down_at_each_milestone_and_survives_a_resume() -> None:

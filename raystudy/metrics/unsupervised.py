@@ -36,7 +36,7 @@ import math
 
 import torch
 
-from raystudy.models.vae import VAE, bernoulli_nll, gaussian_kl
+from raystudy.models.vae import VAE, bernoulli_nll, gaussian_kl, reconstruction_logits
 
 #: Burda et al.'s threshold on the variance of a dimension's posterior mean.
 ACTIVE_UNIT_THRESHOLD = 0.01
@@ -69,7 +69,7 @@ def unsupervised(
         mu, logvar = model.encode(x)
         eps = torch.randn(mu.shape, generator=generator, device=mu.device, dtype=mu.dtype)
         z = mu + eps * (0.5 * logvar).exp()
-        logits = model.decode(z)
+        logits = reconstruction_logits(model, z, x)  # a discrete code, if any, per image
         recon_sum += float(bernoulli_nll(logits, x).sum())
         kl_sum += float(gaussian_kl(mu, logvar).sum())
         mus.append(mu.double())

@@ -2,7 +2,9 @@
 name -> builder(channels, latent_dim, resolution, decoder_input_dim).
 
 The decoder reads `decoder_input_dim` features: latent_dim, or the size of an objective's
-`decoder_head` output (LieGroupVAE's flattened group element).
+`decoder_head` output (LieGroupVAE's flattened group element, CascadeVAE's [z; c]). The
+encoder's `latent_dim` outputs are the code's, or the features an objective's `encoder_head`
+reads (LieGroupVAE's group features).
 
 - `conv`: disentanglement_lib's 64x64 convolutional encoder/decoder, and a 32x32 variant
   with one stride-2 stage fewer a side (`conv.py`).

@@ -10,7 +10,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from raystudy.models.architectures import ARCHITECTURES
 from raystudy.models.objectives import Batch, Objective, objective_from_config
-from raystudy.models.vae import VAE, NoImageEncoder
+from raystudy.models.vae import VAE, HeadedEncoder, NoImageEncoder
 
 if TYPE_CHECKING:
     from raystudy.spec import ModelConfig
@@ -23,15 +23,21 @@ def build_model(
     resolution: int = 64,
     code_is_ground_truth: bool = False,
     decoder_head: nn.Module | None = None,
+    encoder_head: nn.Module | None = None,
     transform: nn.Module | None = None,
 ) -> VAE:
     """The VAE; with a `decoder_head` (an objective's, see `Objective.decoder_head`) the
     decoder reads the head's `out_features` features and the model decodes head then decoder;
-    a `transform` (`Objective.latent_transform`) becomes the model's `transform`."""
+    with an `encoder_head` (`Objective.encoder_head`) the architecture's encoder ends in the
+    head's `in_features` features, from which the head computes (mu, logvar); a
+    `transform` (`Objective.latent_transform`) becomes the model's `transform`."""
     decoder_input_dim = latent_dim if decoder_head is None else int(decoder_head.out_features)
+    encoder_output_dim = latent_dim if encoder_head is None else int(encoder_head.in_features)
     encoder, decoder = ARCHITECTURES.get(architecture)(
-        channels, latent_dim, resolution, decoder_input_dim
+        channels, encoder_output_dim, resolution, decoder_input_dim
     )
+    if encoder_head is not None:
+        encoder = HeadedEncoder(encoder, encoder_head)
     if code_is_ground_truth:  # the factors are the code: no encoder to train or count
         encoder = NoImageEncoder()
     if decoder_head is not None:
@@ -59,6 +65,7 @@ def build(
         resolution,
         code_is_ground_truth=objective.code_is_ground_truth,
         decoder_head=objective.decoder_head(latent_dim),
+        encoder_head=objective.encoder_head(latent_dim),
         transform=objective.latent_transform(latent_dim, num_factors),
     )
     return model, objective

@@ -103,6 +103,47 @@ class NoImageEncoder(nn.Module):
         )
 
 
+def reconstruction_logits(model: nn.Module, z: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """The logits with which `model` reconstructs `targets` from their codes `z`:
+    ``model.decode(z)``, unless its decoder's head completes the code per image from the image
+    itself (the head's ``complete_code(z, decoder, targets)``: CascadeVAE's discrete code).
+    Any module with a ``decode`` will do; only a `VAE`'s decoder can have such a head."""
+    decoder = getattr(model, "decoder", None)
+    head = decoder[0] if isinstance(decoder, nn.Sequential) else None
+    complete = getattr(head, "complete_code", None)
+    return model.decode(z if complete is None else complete(z, decoder, targets))
+
+
+class HeadedEncoder(nn.Module):
+    """An architecture's encoder whose first output feeds an objective's encoder head
+    (`Objective.encoder_head`): x -> features = backbone(x)[0] -> (mu, logvar) = head(features).
+
+    LieGroupVAE's encoder is one: its backbone ends in the group features, from which the head
+    computes the posterior. The backbone's own log-variance layer is left out (no parameters
+    that never train), so a module that asked for it gets an empty tensor.
+    """
+
+    def __init__(self, backbone: nn.Module, head: nn.Module) -> None:
+        super().__init__()
+        if hasattr(backbone, "logvar"):
+            backbone.logvar = _NoOutput()
+        self.backbone = backbone
+        self.head = head
+
+    def features(self, x: torch.Tensor) -> torch.Tensor:
+        return self.backbone(x)[0]
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.head(self.features(x))
+
+
+class _NoOutput(nn.Module):
+    """Stands in for a backbone layer whose output nothing reads: [B, 0], no parameters."""
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        return h[:, :0]
+
+
 class VAE(nn.Module):
     """An encoder producing (mu, logvar) and a decoder producing pixel logits.
 

@@ -140,6 +140,25 @@ class ModelConfig(_Strict):
     release_every: int = Field(
         20_000, ge=1, description="cascade_vae: steps between releases of one more dimension"
     )
+    categories: int = Field(
+        3,
+        ge=0,
+        le=64,
+        description="cascade_vae: categories of the discrete code the decoder reads beside z "
+        "(0: no discrete code; otherwise >= 2)",
+    )
+    discrete_from: int = Field(
+        80_000,
+        ge=0,
+        description="cascade_vae: step from which each image gets the category that "
+        "reconstructs it best (a balanced matching per batch); before it the code is 0",
+    )
+    category_balance: float = Field(
+        0.001,
+        ge=0.0,
+        description="cascade_vae: weight of the penalty on pairs of a batch's images that "
+        "share a category, sum_k n_k (n_k - 1) / 2, in the matching",
+    )
     lambda_hessian: float = Field(
         40.0,
         ge=0.0,
@@ -149,6 +168,18 @@ class ModelConfig(_Strict):
         0.0,
         ge=0.0,
         description="lie_group_vae: weight of sum_{i != j} ||A_i A_j - A_j A_i||^2 / D^2",
+    )
+    lambda_group_recon: float = Field(
+        0.1,
+        ge=0.0,
+        description="lie_group_vae: weight of ||encoder group features - vec exp(sum z_i A_i)||^2",
+    )
+    encoder_features_prob: float = Field(
+        0.2,
+        ge=0.0,
+        le=1.0,
+        description="lie_group_vae: fraction of training steps (drawn per step from a fixed "
+        "seed) on which the decoder reads the encoder's group features instead",
     )
     group_matrix_dim: int = Field(
         10,
@@ -169,6 +200,13 @@ class ModelConfig(_Strict):
     @classmethod
     def _objective_known(cls, v: str, info: ValidationInfo) -> str:
         return _known("objective", v, info)
+
+    @field_validator("categories")
+    @classmethod
+    def _categories_not_one(cls, v: int) -> int:
+        if v == 1:
+            raise ValueError("categories: 0 (no discrete code) or >= 2; one category is no code")
+        return v
 
     @field_validator("architecture")
     @classmethod

@@ -22,7 +22,11 @@ encoder frozen the paper's loss is this term alone (the KL and any penalty on th
 constants; its model samples z in training), and eval/recon, which the test's NLLs stand
 beside, decodes one posterior sample too. For gt_decoder the code is the normalised true
 factors, as in its training. An objective's penalties on decoder parameters (LieGroupVAE's
-basis terms) are not applied: the test asks what reconstruction alone can learn.
+basis terms) are not applied: the test asks what reconstruction alone can learn. A CascadeVAE
+trained past its `discrete_from` decodes each image with its best category, argmin_k
+-log p(x | z, e_k) (`reconstruction_logits`), from the first step, as its evaluation does;
+the paper's retraining runs the model's balanced matching instead, whose balance weight
+(0.001 nats a pair) rarely changes the choice.
 
 Knows neither Ray, MLflow nor the scoring: the trial scores the returned model with the same
 images and code as eval/recon and eval/recon_heldout (`raystudy.trials.decoder_test`).
@@ -39,7 +43,7 @@ from torch import nn
 
 from raystudy.data import GroundTruthDataset, Split
 from raystudy.models import VAE, Batch
-from raystudy.models.vae import bernoulli_nll
+from raystudy.models.vae import bernoulli_nll, reconstruction_logits
 from raystudy.spec import TrainConfig
 from raystudy.training.loop import BatchSampler, TrainingDiverged
 
@@ -81,6 +85,12 @@ def retrain_decoder(
     tested = copy.deepcopy(model).to(device)
     if decoder is not None:
         tested.decoder.load_state_dict(decoder.state_dict())  # also checks it is the same shape
+        # Buffers are no weights: the re-initialised decoder keeps the phase the model trained
+        # in (CascadeVAE's `discrete` flag, the only decoder buffer here).
+        trained = dict(model.decoder.named_buffers())
+        with torch.no_grad():
+            for name, buffer in tested.decoder.named_buffers():
+                buffer.copy_(trained[name])
     tested.encoder.requires_grad_(False).eval()
     tested.decoder.requires_grad_(True).train()
     rng = np.random.default_rng(seed)
@@ -93,7 +103,8 @@ def retrain_decoder(
     count = 0
     for step in range(1, steps + 1):
         batch = sampler()
-        loss = bernoulli_nll(tested.decode(decoder_input(tested, batch)), batch.targets).mean()
+        logits = reconstruction_logits(tested, decoder_input(tested, batch), batch.targets)
+        loss = bernoulli_nll(logits, batch.targets).mean()
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if config.grad_clip is not None:

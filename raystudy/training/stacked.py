@@ -181,8 +181,9 @@ def train_stacked(
     (convolutions become grouped convolutions: what fills a GPU), or "loop", model by model
     over slices of the stacked parameters (on a CPU, grouped convolutions of these sizes are
     up to 2x slower than S plain ones, so the saving there is the shared rendering, optimiser
-    step and bookkeeping); "auto" picks vmap on CUDA and loop elsewhere. Both give each model
-    its lone-run result within float tolerance.
+    step and bookkeeping); "auto" picks vmap on CUDA and loop elsewhere, or loop wherever the
+    training reaches the objective's `unbatchable_from` (CascadeVAE's discrete code), which
+    vmap refuses. Both give each model its lone-run result within float tolerance.
     """
     from raystudy.training.loop import TrainingDiverged
 
@@ -256,8 +257,15 @@ def train_stacked(
         with noise_tape(draws):
             return functional_call(template, (p, b), (tensors, step, kl_weight, w))
 
+    unbatchable = objective.unbatchable_from < config.steps
     if batching == "auto":
-        batching = "vmap" if device.type == "cuda" else "loop"
+        batching = "vmap" if device.type == "cuda" and not unbatchable else "loop"
+    elif batching == "vmap" and unbatchable:
+        raise ValueError(
+            f"{type(objective).__name__} leaves torch for a host-side solver from step "
+            f"{int(objective.unbatchable_from)} on, which vmap cannot batch; train this stack "
+            f'with batching="loop" (or "auto"), or end training before that step'
+        )
     per_model_weights: dict[str, Any]
     if batching == "vmap":
         batched = vmap(one_model, in_dims=(0, 0, 0, 0, 0, None, None), randomness="error")

@@ -10,9 +10,9 @@ The training loop (`raystudy.training.loop`) knows only this interface:
    ``terms.aux_loss``.
 3. Checkpoints hold ``objective.state_dict()``; ``load_state_dict`` restores it after `setup`.
 
-An objective may also add a layer to the model itself (``decoder_head``, or
-``latent_transform`` for a layer that combines codes): its parameters are the model's, so they
-train, stack and checkpoint with it.
+An objective may also add layers to the model itself (``decoder_head``, ``encoder_head``,
+or ``latent_transform`` for a layer that combines codes): their parameters are the model's, so
+they train, stack and checkpoint with it.
 
 Class attributes tell the loop and the trial what an objective needs: ``pairs`` (pairs of
 images differing in ``k`` factors, see ``pair_k``), ``code_is_factor_sized`` (the code has one
@@ -25,6 +25,7 @@ fields an objective reads; no other field reaches it.
 from __future__ import annotations
 
 import copy
+import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
@@ -93,6 +94,10 @@ class Objective(ABC):
     #: draws randomness only through `VAE.reparameterize`. False for objectives with their own
     #: networks (FactorVAE).
     stackable: ClassVar[bool] = True
+    #: The first step whose loss leaves torch for the host (CascadeVAE's matching solver
+    #: reads the batch's values), which `torch.func.vmap` cannot batch: a stack whose
+    #: training reaches it runs its models in "loop" batching. inf: never.
+    unbatchable_from: float = math.inf
     #: Why an objective that is not `stackable` is not, for the error that refuses a stack.
     unstackable_because: ClassVar[str] = "it has networks of its own"
     #: True when the objective trains on composition triples (reference, transform, action,
@@ -114,6 +119,13 @@ class Objective(ABC):
         """A module the model puts between the code and the decoder (LieGroupVAE's exponential
         map), trained with the model; the decoder reads its ``out_features``. None by default:
         the decoder reads the code."""
+        return None
+
+    def encoder_head(self, latent_dim: int) -> nn.Module | None:
+        """A module that turns the architecture's encoder output, of its ``in_features``
+        features, into (mu, logvar) [B, latent_dim] each (LieGroupVAE's group features ->
+        posterior MLPs); the model wraps both in a `raystudy.models.vae.HeadedEncoder`. None
+        by default: the architecture's encoder gives (mu, logvar)."""
         return None
 
     def latent_transform(self, latent_dim: int, num_factors: int) -> nn.Module | None:
