@@ -14,7 +14,10 @@
 - `dci_importance.png`: the DCI importance matrix R (codes x factors) as a Hinton diagram
   (Eastwood & Williams 2018, Fig. 2): a disentangled code has one large square per row;
 - `latent_projection.png` (splits with a held-out set): training and held-out codes on the
-  dimensions tied to the excluded factors (Montero et al. 2022, `raystudy.latent_projection`).
+  dimensions tied to the excluded factors (Montero et al. 2022, `raystudy.latent_projection`);
+- `composition_trials.png` (composition models): reference, transform, target and the
+  model's output for training triples and triples with a held-out target, each column
+  labelled with its action (Montero et al. 2021, Fig. 6a).
 
 The importance matrix here is refitted on a capped subsample (`DCI_TRAIN` + `DCI_TEST`
 points), so drawing it costs a few seconds whatever `evaluation.num_train` is; the logged
@@ -31,6 +34,7 @@ from matplotlib.figure import Figure
 from numpy.typing import NDArray
 
 from raystudy.data import GroundTruthDataset, Split
+from raystudy.data.composition import HELDOUT_ROLES, TRAIN_ROLES, Triples, sample_triples
 from raystudy.data.heldout import (
     TRAIN_DOMAIN,
     HeldoutSet,
@@ -40,8 +44,10 @@ from raystudy.data.heldout import (
     nearest_seen,
 )
 from raystudy.latent_projection import projected_factors, projection_figure, tied_dimensions
+from raystudy.metrics.composition import triple_batch
 from raystudy.metrics.dci import completeness, disentanglement, importance_matrix
 from raystudy.models import VAE
+from raystudy.models.objectives.composition import compose
 from raystudy.models.vae import reconstruction_logits
 from raystudy.scoring import encode_means
 from raystudy.spec import TrialConfig
@@ -53,6 +59,8 @@ HELDOUT_IMAGES = 8
 NEAREST_POOL = 2048
 #: Draws of each set the latent projection plots.
 PROJECTION_DRAWS = 300
+#: Triples of each kind (training, held-out target) `composition_trials.png` shows.
+COMPOSITION_TRIALS = 6
 #: The animated traversal's cells per row, and the height of its caption strip.
 GIF_COLUMNS, CAPTION_PX = 5, 14
 
@@ -120,6 +128,50 @@ def reconstruct(
     code = torch.from_numpy(encode_means(model, dataset, idx, device, domain)).to(x)
     recon = torch.sigmoid(reconstruction_logits(model, code, x))
     return x.cpu().numpy(), recon.cpu().numpy()
+
+
+@torch.no_grad()
+def composed(
+    model: VAE, dataset: GroundTruthDataset, triples: Triples, device: torch.device
+) -> NDArray:
+    """Images (4, N, C, H, W): each triple's reference, transform and target, and the
+    model's output (the decoder mean of the composed posterior means)."""
+    batch = triple_batch(dataset, triples, device)
+    logits, _, _ = compose(model, batch, noise=False)
+    assert batch.inputs2 is not None
+    shown = [batch.inputs, batch.inputs2, batch.targets, torch.sigmoid(logits)]
+    return torch.stack(shown).cpu().numpy()
+
+
+def draw_composition_trials(
+    folder: Path,
+    model: VAE,
+    dataset: GroundTruthDataset,
+    split: Split,
+    seed: int,
+    device: torch.device,
+) -> Path | None:
+    """`composition_trials.png` (module doc); None for a model that does not compose."""
+    if model.transform is None:
+        return None
+    kinds = [("train", TRAIN_ROLES)]
+    if "heldout" in split.roles:
+        kinds.append(("test", HELDOUT_ROLES))
+    grids, labels = [], []
+    for i, (kind, roles) in enumerate(kinds):
+        rng = np.random.default_rng([seed, 10, i])
+        triples = sample_triples(split, COMPOSITION_TRIALS, rng, roles)
+        grids.append(composed(model, dataset, triples, device))
+        labels += [f"{kind}: {dataset.factors.names[a]}" for a in triples.action]
+    path = folder / "composition_trials.png"
+    grid_figure(
+        np.concatenate(grids, axis=1),
+        ["reference", "transform", "target", "output"],
+        labels,
+        f"{split.name}: composition trials (training, then held-out targets)",
+        xlabel="which trials, and the factor the action takes from the transform",
+    ).savefig(path, dpi=110)
+    return path
 
 
 def heldout_file(held: HeldoutSet, several: bool) -> str:

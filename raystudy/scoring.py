@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from raystudy.data import GroundTruthDataset, Split
+from raystudy.data.composition import HELDOUT_ROLES, TRAIN_ROLES, sample_triples
 from raystudy.data.split_registry import split_from_config
 from raystudy.keys import eval_key, metric_key, transfer_key
 from raystudy.metrics import (
@@ -25,6 +26,7 @@ from raystudy.metrics import (
     get_metric,
     transfer,
 )
+from raystudy.metrics.composition import composition_nll, triple_batch
 from raystudy.metrics.probes import probe_applies
 from raystudy.metrics.unsupervised import decoder_scores, unsupervised
 from raystudy.models import OBJECTIVES, VAE
@@ -107,6 +109,31 @@ def reconstruction_scores(
     return unsupervised(model, images, seed=seed)
 
 
+def composition_scores(
+    model: VAE,
+    dataset: GroundTruthDataset,
+    split: Split,
+    evaluation: EvaluationConfig,
+    device: torch.device,
+) -> dict[str, float]:
+    """Montero et al. (2021)'s Table 1 NLLs of a composition model
+    (`raystudy.metrics.composition`): `evaluation.num_eval_images` training triples as
+    `eval/composition_nll` and, when the split holds combinations out, as many triples with a
+    held-out target as `eval/composition_nll_heldout`; triples and noise depend on
+    `evaluation.seed` alone."""
+    seed = evaluation.seed
+    results: dict[str, float] = {}
+    sets = [(TRAIN_ROLES, 8, False)]
+    if "heldout" in split.roles:
+        sets.append((HELDOUT_ROLES, 9, True))
+    for roles, stream, heldout in sets:
+        rng = np.random.default_rng([seed, stream])
+        triples = sample_triples(split, evaluation.num_eval_images, rng, roles)
+        scores = composition_nll(model, triple_batch(dataset, triples, device), seed=seed)
+        results.update({eval_key(k, heldout=heldout): v for k, v in scores.items()})
+    return results
+
+
 def eval_scores(
     model: VAE,
     dataset: GroundTruthDataset,
@@ -117,11 +144,15 @@ def eval_scores(
     """The eval/* scores (`reconstruction_scores`) of `evaluation.num_eval_images` images of
     the encoder set, and of the held-out set when the split has one (`eval/*_heldout`); none
     when num_eval_images is 0. The images and posterior noise depend on `evaluation.seed`
-    alone, so two models (a model and its decoder test) are scored on the same ones."""
+    alone, so two models (a model and its decoder test) are scored on the same ones. A
+    composition model (one with a `transform`) never decodes one image's code: its eval/* are
+    the task's (`composition_scores`)."""
     seed = evaluation.seed
     results: dict[str, float] = {}
     if not evaluation.num_eval_images:
         return results
+    if model.transform is not None:
+        return composition_scores(model, dataset, split, evaluation, device)
     # Montero et al. (2021): how well the model reconstructs combinations it never trained
     # on ("heldout"), beside how well it reconstructs the ones it did.
     sets = [("encoder", 1, False)] + ([("heldout", 5, True)] if "heldout" in split.roles else [])

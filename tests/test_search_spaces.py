@@ -20,6 +20,7 @@ def test_the_studies_the_papers_need_are_shipped() -> None:
         "dittadi2021",
         "schott2022",
         "montero2021",
+        "montero2021_composition",
         "montero2022",
         "locatello2019",
         "optuna_transfer",

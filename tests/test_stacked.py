@@ -72,6 +72,8 @@ def max_difference(a: VAE, b: VAE) -> float:
         # a model parameter, stacked like the others (matrix_exp under vmap). ~17 s each on
         # a loaded 2-core box: the last two run with the heavy tests.
         ("wae", {}, {}, "vmap", 1e-5),
+        # Triples: three renders a row, the composition layer a model parameter.
+        ("composition", {}, {"input_noise": True}, "loop", 1e-6),
         pytest.param(
             "cascade_vae", {"release_every": 1}, {}, "vmap", 1e-5, marks=pytest.mark.heavy
         ),

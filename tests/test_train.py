@@ -85,7 +85,9 @@ def test_every_objective_trains_through_the_same_loop(objective: str, dataset: s
     ds, split, model, obj = setup(objective, dataset, k="random")
     # The loss on one fixed batch (and fixed posterior noise) before and after: a batch-to-batch
     # comparison would be noise on shapes3d, whose Bernoulli loss has a high floor.
-    fixed = BatchSampler(ds, split, 32, obj.pair_k, False, CPU, np.random.default_rng(123))()
+    fixed = BatchSampler(
+        ds, split, 32, obj.pair_k, False, CPU, np.random.default_rng(123), triples=obj.triples
+    )()
 
     def fixed_loss() -> float:
         torch.manual_seed(0)

@@ -36,6 +36,10 @@ HELDOUT_NLL = eval_key("recon", heldout=True)
 #: the frozen encoder's codes; `evaluation.decoder_test_steps`).
 DECODER_TEST_NLL = eval_key(DECODER_TEST)
 DECODER_TEST_HELDOUT_NLL = eval_key(DECODER_TEST, heldout=True)
+#: The composition task's target NLL (Montero et al. 2021, Sec. 2.3, Table 1) on training
+#: triples and on triples whose target is held out.
+COMPOSITION_NLL = eval_key("composition_nll")
+COMPOSITION_HELDOUT_NLL = eval_key("composition_nll", heldout=True)
 #: Montero et al. (2021) plot reconstruction against DCI's D with Lasso importances (their
 #: App. A); the GBT DCI of Locatello et al. (2019) is the stand-in when a study lacks it.
 LASSO_D = metric_key("dis", "dci_lasso_d")

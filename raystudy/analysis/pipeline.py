@@ -17,6 +17,7 @@ import pandas as pd
 from raystudy.analysis.agreement import metric_agreement, objective_spread
 from raystudy.analysis.cells import transfer_by_cell
 from raystudy.analysis.columns import disentanglement_columns, downstream_columns, metric
+from raystudy.analysis.composition import composition_table
 from raystudy.analysis.correlations import correlation_table, transfer_correlations
 from raystudy.analysis.decoder_test import decoder_test_table
 from raystudy.analysis.errors import AnalysisError
@@ -45,6 +46,7 @@ MODULARITY_FILE = "r2_modularity.csv"
 AGREEMENT_FILE = "metric_agreement.csv"
 SPREAD_FILE = "objective_spread.csv"
 DECODER_TEST_FILE = "decoder_test.csv"
+COMPOSITION_FILE = "composition.csv"
 REPORT_FILE = "report.html"
 
 
@@ -91,6 +93,9 @@ class Analysis:
     #: Montero et al. 2022's decoder test: held-out NLL before and after the decoder was
     #: retrained, per model; empty (and not written) when no trial logged it.
     decoder_test: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: Montero et al. 2021's Table 1 (composition task): D and the NLLs per condition, beside
+    #: the paper's; empty (and not written) when no trial trained the composition objective.
+    composition: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def status_counts(self) -> pd.Series:
@@ -172,6 +177,7 @@ def compute(
         objective_spread(done),
         findings,
         decoder_test_table(finished(frame)),
+        composition_table(finished(frame)),
     )
 
 
@@ -185,7 +191,7 @@ def write_analysis(
 ) -> list[Path]:
     """Every output file in `folder`: results.parquet, findings.csv and the other CSV tables
     (the R^2 ones only for a study of Schott splits, the agreement ones only with two metrics
-    or objectives), the PNGs, report.html."""
+    or objectives, composition.csv only with composition trials), the PNGs, report.html."""
     folder.mkdir(parents=True, exist_ok=True)
     files = [folder / RESULTS_FILE]
     analysis.frame.to_parquet(files[0], index=False)
@@ -203,6 +209,7 @@ def write_analysis(
         (AGREEMENT_FILE, analysis.agreement),
         (SPREAD_FILE, analysis.spread),
         (DECODER_TEST_FILE, analysis.decoder_test),
+        (COMPOSITION_FILE, analysis.composition),
     )
     for name, table in optional:
         if table.empty:  # does not apply (now): no table, nor one left from an earlier run

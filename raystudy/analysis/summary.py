@@ -9,6 +9,7 @@ from raystudy.analysis.columns import HELDOUT_NLL
 from raystudy.analysis.correlations import format_table, pivot
 from raystudy.analysis.findings import NO_FINDINGS, finding_lines
 from raystudy.analysis.pipeline import (
+    COMPOSITION_FILE,
     FINDINGS_FILE,
     MODULARITY_FILE,
     R2_FILE,
@@ -41,7 +42,19 @@ def format_summary(result: StudyAnalysis) -> str:
     lines.append(_regret(a.selection))
     if not a.r2.empty:
         lines += ["", _r2(a.r2, a.r2_modularity)]
+    if not a.composition.empty:
+        lines += ["", _composition(a.composition)]
     return "\n".join(lines)
+
+
+def _composition(table: pd.DataFrame) -> str:
+    """Montero et al. 2021's Table 1 beside what the study measured (composition.csv)."""
+    head = (
+        f"Composition task (Montero et al. 2021, Table 1), seed means; {COMPOSITION_FILE}; "
+        "paper_*: the paper's dSprites values"
+    )
+    shown = table.drop(columns=["nll_heldout_std"]).set_index(["condition", "dataset"])
+    return head + "\n" + shown.to_string(float_format=lambda v: f"{v:.2f}")
 
 
 def _findings(findings: pd.DataFrame) -> str:

@@ -1,6 +1,7 @@
 """Whether each trial's data and model can be built before Ray starts: every distinct
 dataset and split (files opened, split sets checked), and each model on its data (the
-architecture at the dataset's resolution, its size, and pairs drawable from the split)."""
+architecture at the dataset's resolution, its size, pairs drawable from the split, and a
+held-out set for the composition task's test triples)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 import torch
 
 from raystudy.data.check import DataChecker, DataProblem
+from raystudy.data.composition import composition_problem
 from raystudy.data.pairs import pair_k_problem, varying_in_encoder_set
 from raystudy.models import build_model, num_parameters
 from raystudy.models.objectives import objective_from_config
@@ -91,6 +93,9 @@ def _model_problem(model: ModelConfig, ds: Any, split: Any) -> tuple[str, str] |
     )
     if pairs is not None:
         return "model.k", f"{pairs}; allowed: 1 up to that number, or random with 2 or more"
+    composition = composition_problem(split) if objective.triples else None
+    if composition is not None:
+        return "split", f"objective {model.objective!r}: {composition}"
     return None
 
 

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from raystudy.checks.composition import composition_problems
 from raystudy.checks.data import data_problems
 from raystudy.checks.metrics import readout_problems, search_metric_problems
 from raystudy.checks.names import known_names
@@ -36,6 +37,7 @@ def validate_spec(raw: Any, source: str = "<spec>", check_data: bool = True) -> 
         if problems:
             raise SpecError(source, distinct(problems))
         problems = search_metric_problems(spec, trials, checker) + readout_problems(trials)
+        problems += composition_problems(spec, trials, points, label)
         if problems:
             raise SpecError(source, problems)
     if spec.execution.seeds_per_trial > 1:

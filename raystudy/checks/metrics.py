@@ -90,7 +90,13 @@ def _train_terms_of(
         with torch.device("meta"):
             net, objective = build(model, channels, resolution, factors)
             batch = example_batch(
-                channels, resolution, factors, 4, objective.pairs, torch.device("meta")
+                channels,
+                resolution,
+                factors,
+                4,
+                objective.pairs,
+                torch.device("meta"),
+                objective.triples,
             )
             terms = objective(net, batch, step=0)
     except Exception:  # an objective that needs real values: its names stay unchecked

@@ -17,13 +17,14 @@ def check_stackable(spec: StudySpec, source: str) -> None:
     names = {spec.model.objective, *(t.model.objective for t in spec.trials())}
     unstackable = sorted(n for n in names if not OBJECTIVES.get(n).stackable)
     if unstackable:
+        why = "; ".join(f"{n}: {OBJECTIVES.get(n).unstackable_because}" for n in unstackable)
         raise SpecError(
             source,
             [
                 (
                     field,
-                    f"objective(s) {', '.join(unstackable)} train networks of their own and "
-                    f"cannot be stacked; use 1, or leave them out of the grid",
+                    f"objective(s) {', '.join(unstackable)} cannot be stacked ({why}); use 1, "
+                    "or leave them out of the grid",
                 )
             ],
         )

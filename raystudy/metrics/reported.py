@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from raystudy.keys import DECODER_TEST, eval_key, metric_key, transfer_key
+from raystudy.metrics.composition import COMPOSITION_OUTPUTS
 from raystudy.metrics.probes import probe_applies
 from raystudy.metrics.registry import metric_entry
 from raystudy.metrics.transfer import TRANSFER_OUTPUTS
@@ -26,6 +27,8 @@ def reported_metrics(trial: TrialConfig, split: Split, factor_names: Sequence[st
     if ev.num_eval_images:
         truth = OBJECTIVES.get(trial.model.objective).code_is_ground_truth
         plain = DECODER_OUTPUTS if truth else UNSUPERVISED_OUTPUTS
+        if OBJECTIVES.get(trial.model.objective).triples:
+            plain = COMPOSITION_OUTPUTS
         if ev.decoder_test_steps:
             plain = (*plain, DECODER_TEST)
         out |= {eval_key(k) for k in plain}

@@ -24,11 +24,13 @@ def build_model(
     code_is_ground_truth: bool = False,
     decoder_head: nn.Module | None = None,
     encoder_head: nn.Module | None = None,
+    transform: nn.Module | None = None,
 ) -> VAE:
     """The VAE; with a `decoder_head` (an objective's, see `Objective.decoder_head`) the
     decoder reads the head's `out_features` features and the model decodes head then decoder;
     with an `encoder_head` (`Objective.encoder_head`) the architecture's encoder ends in the
-    head's `in_features` features, from which the head computes (mu, logvar)."""
+    head's `in_features` features, from which the head computes (mu, logvar); a
+    `transform` (`Objective.latent_transform`) becomes the model's `transform`."""
     decoder_input_dim = latent_dim if decoder_head is None else int(decoder_head.out_features)
     encoder_output_dim = latent_dim if encoder_head is None else int(encoder_head.in_features)
     encoder, decoder = ARCHITECTURES.get(architecture)(
@@ -40,7 +42,13 @@ def build_model(
         encoder = NoImageEncoder()
     if decoder_head is not None:
         decoder = nn.Sequential(decoder_head, decoder)
-    return VAE(encoder, decoder, latent_dim, code_is_ground_truth=code_is_ground_truth)
+    return VAE(
+        encoder,
+        decoder,
+        latent_dim,
+        code_is_ground_truth=code_is_ground_truth,
+        transform=transform,
+    )
 
 
 def build(
@@ -58,6 +66,7 @@ def build(
         code_is_ground_truth=objective.code_is_ground_truth,
         decoder_head=objective.decoder_head(latent_dim),
         encoder_head=objective.encoder_head(latent_dim),
+        transform=objective.latent_transform(latent_dim, num_factors),
     )
     return model, objective
 
@@ -75,8 +84,10 @@ def example_batch(
     batch_size: int,
     pairs: bool,
     device: torch.device,
+    triples: bool = False,
 ) -> Batch:
-    """Random tensors of a training batch's shapes (for FLOP counting and tests)."""
+    """Random tensors of a training batch's shapes (for FLOP counting and tests); with
+    `triples`, a composition batch (reference, transform, target and a one-hot action)."""
 
     def images() -> torch.Tensor:
         return torch.rand(batch_size, channels, resolution, resolution, device=device)
@@ -84,6 +95,11 @@ def example_batch(
     def factors() -> torch.Tensor:
         return torch.rand(batch_size, num_factors, device=device)
 
+    if triples:
+        action = torch.eye(num_factors, device=device)[
+            torch.arange(batch_size, device=device) % num_factors
+        ]
+        return Batch(images(), images(), images(), None, factors(), factors(), action)
     if pairs:
         x1, x2 = images(), images()
         return Batch(x1, x1, x2, x2, factors(), factors())
@@ -117,7 +133,9 @@ def model_cost(
     """The trial params `model.num_params` and `model.flops_per_step` (one step at
     `batch_size`, counted on random inputs on the model's device)."""
     device = next(model.parameters()).device
-    batch = example_batch(channels, resolution, num_factors, batch_size, objective.pairs, device)
+    batch = example_batch(
+        channels, resolution, num_factors, batch_size, objective.pairs, device, objective.triples
+    )
     return {
         "model.num_params": num_parameters(model),
         "model.flops_per_step": flops_per_step(model, objective, batch),

@@ -148,7 +148,9 @@ class VAE(nn.Module):
     """An encoder producing (mu, logvar) and a decoder producing pixel logits.
 
     ``code_is_ground_truth`` marks the gt_decoder reference: its representation is the
-    normalised ground-truth factors and its encoder a :class:`NoImageEncoder`.
+    normalised ground-truth factors and its encoder a :class:`NoImageEncoder`. ``transform``
+    is an objective's layer that combines codes before decoding (the composition objective's,
+    `Objective.latent_transform`); None for every other model.
     """
 
     def __init__(
@@ -157,12 +159,14 @@ class VAE(nn.Module):
         decoder: nn.Module,
         latent_dim: int,
         code_is_ground_truth: bool = False,
+        transform: nn.Module | None = None,
     ) -> None:
         super().__init__()
         self.encoder = encoder
         self.decoder = decoder
         self.latent_dim = latent_dim
         self.code_is_ground_truth = code_is_ground_truth
+        self.transform = transform
 
     def encode(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return self.encoder(x)

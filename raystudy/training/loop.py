@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from raystudy.data import GroundTruthDataset, Split
+from raystudy.data.composition import TRAIN_ROLES, sample_triples
 from raystudy.data.pairs import pair_k_problem, varying_in_encoder_set
 from raystudy.keys import train_key
 from raystudy.models import VAE, Batch, Objective, PairK, add_input_noise
@@ -77,7 +78,9 @@ class BatchSampler:
     Every batch carries the normalised factors (index / (size - 1)) of its images. With
     `pair_k` set, the batch holds pairs differing in that many factors; "random" draws k per
     pair uniformly in 1..K-1, K the number of factors that vary in the encoder set (Locatello
-    et al. 2020 draw it per pair too), grouping the pairs by k for `Split.sample_pairs`.
+    et al. 2020 draw it per pair too), grouping the pairs by k for `Split.sample_pairs`. With
+    `triples`, it holds composition triples inside the encoder set
+    (`raystudy.data.composition`, rendered in one call: reference, transform, target).
     """
 
     def __init__(
@@ -91,7 +94,11 @@ class BatchSampler:
         rng: np.random.Generator,
         noise_sd: tuple[float, float] = (0.05, 0.1),
         memory_format: torch.memory_format = torch.contiguous_format,
+        triples: bool = False,
     ) -> None:
+        if triples and pair_k is not None:
+            raise ValueError("a batch holds pairs or composition triples, not both")
+        self.triples = triples
         self.dataset, self.split = dataset, split
         self.memory_format = memory_format
         self.batch_size, self.pair_k, self.input_noise = batch_size, pair_k, input_noise
@@ -114,6 +121,7 @@ class BatchSampler:
         device: torch.device,
         rng: np.random.Generator,
         memory_format: torch.memory_format = torch.contiguous_format,
+        triples: bool = False,
     ) -> BatchSampler:
         """The sampler a training run with `config` draws its batches from."""
         return cls(
@@ -126,6 +134,7 @@ class BatchSampler:
             rng,
             noise_sd=(config.input_noise_pixel_sd, config.input_noise_grey_sd),
             memory_format=memory_format,
+            triples=triples,
         )
 
     def _images(self, indices: np.ndarray) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -149,20 +158,61 @@ class BatchSampler:
             )
         return first, second
 
-    def indices(self) -> np.ndarray:
-        """The next batch's factor indices, [B, K]; for pairs the first images then the
-        second ones, [2B, K] (one render call for both halves: rendering costs per call as
-        much as per image)."""
+    def draw(self) -> tuple[np.ndarray, np.ndarray | None]:
+        """The next batch's factor indices and, for triples, its one-hot actions [B, K].
+
+        Indices: [B, K] single images; for pairs the first images then the second ones,
+        [2B, K]; for triples the references, transforms, then targets, [3B, K] (one render
+        call for all: rendering costs per call as much as per image)."""
+        if self.triples:
+            t = sample_triples(self.split, self.batch_size, self.rng, TRAIN_ROLES)
+            indices = np.concatenate([t.reference, t.transform, t.target])
+            return indices, t.one_hot(self.dataset.factors.num_factors)
         if self.pair_k is None:
-            return self.split.sample("encoder", self.batch_size, self.rng)
-        return np.concatenate(self._pairs(self.batch_size))
+            return self.split.sample("encoder", self.batch_size, self.rng), None
+        return np.concatenate(self._pairs(self.batch_size)), None
+
+    def fields(
+        self,
+        noisy: torch.Tensor,
+        clean: torch.Tensor,
+        factors: torch.Tensor,
+        action: torch.Tensor | None,
+        dim: int = 0,
+    ) -> dict[str, torch.Tensor]:
+        """The `Batch` fields of a rendering of `draw`'s indices, split along `dim` (1 for
+        the stacked loop's [S, rows, ...] tensors): the encoder reads the noisy images, the
+        decoder's targets are clean."""
+
+        def rows(t: torch.Tensor, part: int) -> torch.Tensor:
+            return t.narrow(dim, part * self.batch_size, self.batch_size)
+
+        if self.triples:
+            assert action is not None
+            return {
+                "inputs": rows(noisy, 0),
+                "targets": rows(clean, 2),
+                "inputs2": rows(noisy, 1),
+                "factors": rows(factors, 0),
+                "factors2": rows(factors, 1),
+                "action": action,
+            }
+        if self.pair_k is None:
+            return {"inputs": noisy, "targets": clean, "factors": factors}
+        return {
+            "inputs": rows(noisy, 0),
+            "targets": rows(clean, 0),
+            "inputs2": rows(noisy, 1),
+            "targets2": rows(clean, 1),
+            "factors": rows(factors, 0),
+            "factors2": rows(factors, 1),
+        }
 
     def __call__(self) -> Batch:
-        inputs, targets, factors = self._images(self.indices())
-        if self.pair_k is None:
-            return Batch(inputs, targets, factors=factors)
-        n = self.batch_size
-        return Batch(inputs[:n], targets[:n], inputs[n:], targets[n:], factors[:n], factors[n:])
+        indices, action = self.draw()
+        noisy, clean, factors = self._images(indices)
+        hot = None if action is None else torch.from_numpy(action).to(self.device)
+        return Batch(**self.fields(noisy, clean, factors, hot))
 
 
 def train(
@@ -220,7 +270,14 @@ def train(
         step = int(resume_from["step"])
 
     sampler = BatchSampler.for_training(
-        dataset, split, config, objective.pair_k, device, rng, memory_format=layout
+        dataset,
+        split,
+        config,
+        objective.pair_k,
+        device,
+        rng,
+        memory_format=layout,
+        triples=objective.triples,
     )
     names: list[str] = []
     sums: torch.Tensor | None = None  # per reported scalar, since the last report

@@ -60,8 +60,8 @@ Batching = Literal["auto", "vmap", "loop"]
 def check_stackable(objective: Objective) -> None:
     if not objective.stackable:
         raise ValueError(
-            f"{type(objective).__name__} cannot train as a stack of seeds (it has networks of "
-            f"its own); use seeds_per_trial: 1"
+            f"{type(objective).__name__} cannot train as a stack of seeds "
+            f"({objective.unstackable_because}); use seeds_per_trial: 1"
         )
 
 
@@ -125,11 +125,11 @@ class _StackedSampler:
 
     def __call__(self) -> dict[str, torch.Tensor]:
         first = self.samplers[0]
-        per_model = [s.indices() for s in self.samplers]
-        n = per_model[0].shape[0]
-        idx = torch.from_numpy(np.concatenate(per_model)).to(first.device)
-        clean = first.dataset.render(idx).unflatten(0, (len(per_model), n))
-        factors = (idx.float() * first.scale).unflatten(0, (len(per_model), n))
+        drawn = [s.draw() for s in self.samplers]
+        n = drawn[0][0].shape[0]
+        idx = torch.from_numpy(np.concatenate([d[0] for d in drawn])).to(first.device)
+        clean = first.dataset.render(idx).unflatten(0, (len(drawn), n))
+        factors = (idx.float() * first.scale).unflatten(0, (len(drawn), n))
         if self.input_noise:
             noisy = torch.stack(
                 [
@@ -139,17 +139,11 @@ class _StackedSampler:
             )
         else:
             noisy = clean
-        if first.pair_k is None:
-            return {"inputs": noisy, "targets": clean, "factors": factors}
-        b = first.batch_size
-        return {
-            "inputs": noisy[:, :b],
-            "targets": clean[:, :b],
-            "inputs2": noisy[:, b:],
-            "targets2": clean[:, b:],
-            "factors": factors[:, :b],
-            "factors2": factors[:, b:],
-        }
+        actions = [d[1] for d in drawn]
+        action = None
+        if actions[0] is not None:
+            action = torch.from_numpy(np.stack(actions)).to(first.device)
+        return first.fields(noisy, clean, factors, action, dim=1)
 
 
 def _clip_per_model(grads: list[torch.Tensor], max_norm: float) -> None:
@@ -236,7 +230,9 @@ def train_stacked(
         step = int(resume_from["step"])
 
     samplers = [
-        BatchSampler.for_training(dataset, split, config, objective.pair_k, device, rng)
+        BatchSampler.for_training(
+            dataset, split, config, objective.pair_k, device, rng, triples=objective.triples
+        )
         for rng in rngs
     ]
     sample = _StackedSampler(samplers, gens, config.input_noise)

@@ -207,8 +207,9 @@ def log_artifacts(
 ) -> None:
     """The trial config, inputs over reconstructions (of the encoder's training distribution,
     and of each held-out set of the split: `artifacts.draw_heldout_reconstructions`), latent
-    traversals, the held-out codes' projection (`artifacts.draw_latent_projection`) and (when
-    DCI is evaluated) its importance matrix as a Hinton diagram, for the MLflow UI.
+    traversals, the held-out codes' projection (`artifacts.draw_latent_projection`), a
+    composition model's trials (`artifacts.draw_composition_trials`) and (when DCI is
+    evaluated) its importance matrix as a Hinton diagram, for the MLflow UI.
 
     The figures only explain numbers already logged: one that cannot be drawn is recorded in
     the tag `raystudy.artifact_error` instead of failing a trained and evaluated trial.
@@ -239,11 +240,15 @@ def log_artifacts(
         projection = partial(
             artifacts.draw_latent_projection, folder, model, dataset, split, seed, device
         )
+        composition = partial(
+            artifacts.draw_composition_trials, folder, model, dataset, split, seed, device
+        )
         drawers: list[tuple[str, Callable[[], Path | list[Path] | None]]] = [
             ("traversals", traversals),
             ("traversals_gif", gif),
             ("heldout_reconstructions", heldout),
             ("latent_projection", projection),
+            ("composition_trials", composition),
         ]
         if "dci" in config.evaluation.metrics:
             hinton = partial(

@@ -11,6 +11,7 @@ from raystudy.models.objectives import (  # noqa: F401
     beta_tcvae,
     beta_vae,
     cascade_vae,
+    composition,
     dip_vae,
     factor_vae,
     gt_decoder,

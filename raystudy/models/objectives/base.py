@@ -10,13 +10,15 @@ The training loop (`raystudy.training.loop`) knows only this interface:
    ``terms.aux_loss``.
 3. Checkpoints hold ``objective.state_dict()``; ``load_state_dict`` restores it after `setup`.
 
-An objective may also add layers to the model itself (``decoder_head``, ``encoder_head``):
-their parameters are the model's, so they train, stack and checkpoint with it.
+An objective may also add layers to the model itself (``decoder_head``, ``encoder_head``,
+or ``latent_transform`` for a layer that combines codes): their parameters are the model's, so
+they train, stack and checkpoint with it.
 
 Class attributes tell the loop and the trial what an objective needs: ``pairs`` (pairs of
 images differing in ``k`` factors, see ``pair_k``), ``code_is_factor_sized`` (the code has one
-dimension per ground-truth factor, whatever ``latent_dim`` says) and ``code_is_ground_truth``
-(the representation *is* the normalised factors). ``hyperparameters`` names the `ModelConfig`
+dimension per ground-truth factor, whatever ``latent_dim`` says), ``code_is_ground_truth``
+(the representation *is* the normalised factors) and ``triples`` (composition triples, see
+`raystudy.data.composition`). ``hyperparameters`` names the `ModelConfig`
 fields an objective reads; no other field reaches it.
 """
 
@@ -44,6 +46,10 @@ class Batch:
     Weakly supervised objectives also get the second image of each pair. ``factors`` (and
     ``factors2`` for pairs) are the ground-truth factor indices normalised to [0, 1] per factor
     (index / (size - 1)), float [B, K], for the reference objectives that use them.
+
+    Composition triples (`raystudy.data.composition`): ``inputs`` are the reference images,
+    ``inputs2`` the transform images, ``targets`` the images to produce, ``action`` the
+    one-hot factor to change, float [B, K]; ``targets2`` stays None.
     """
 
     inputs: torch.Tensor
@@ -52,6 +58,7 @@ class Batch:
     targets2: torch.Tensor | None = None
     factors: torch.Tensor | None = None
     factors2: torch.Tensor | None = None
+    action: torch.Tensor | None = None
 
 
 @dataclass
@@ -91,6 +98,11 @@ class Objective(ABC):
     #: reads the batch's values), which `torch.func.vmap` cannot batch: a stack whose
     #: training reaches it runs its models in "loop" batching. inf: never.
     unbatchable_from: float = math.inf
+    #: Why an objective that is not `stackable` is not, for the error that refuses a stack.
+    unstackable_because: ClassVar[str] = "it has networks of its own"
+    #: True when the objective trains on composition triples (reference, transform, action,
+    #: target) instead of single images (`raystudy.data.composition`).
+    triples: ClassVar[bool] = False
     #: The `ModelConfig` fields this objective reads (keyword arguments of its constructor).
     hyperparameters: ClassVar[tuple[str, ...]] = ()
     #: The hyperparameters that only weight a term of the loss. Models of one stack may differ
@@ -114,6 +126,11 @@ class Objective(ABC):
         features, into (mu, logvar) [B, latent_dim] each (LieGroupVAE's group features ->
         posterior MLPs); the model wraps both in a `raystudy.models.vae.HeadedEncoder`. None
         by default: the architecture's encoder gives (mu, logvar)."""
+        return None
+
+    def latent_transform(self, latent_dim: int, num_factors: int) -> nn.Module | None:
+        """A module the model keeps as ``model.transform`` (the composition layer), trained,
+        checkpointed and logged with it; None by default."""
         return None
 
     def setup(self, model: VAE, device: torch.device) -> None:  # noqa: B027 (optional hook)
