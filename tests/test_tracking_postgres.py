@@ -4,6 +4,7 @@ mid-study, are in tests/reliability/test_faults_tracking.py."""
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
@@ -81,3 +82,40 @@ def test_a_deleted_experiment_is_refused_with_commands_that_hide_the_password(po
         StudyTracker.check(uri, "s")
     said = str(caught.value)
     assert "secret" not in said and ":***@" in said and "experiments restore" in said, said
+
+
+def _log_dataset_at_once(runs: list[TrialRun]) -> list[BaseException]:
+    """Each run logs the same dataset from a thread of its own, released together."""
+    start = threading.Barrier(len(runs))
+    failed: list[BaseException] = []
+
+    def log(run: TrialRun) -> None:
+        start.wait()
+        try:
+            run.log_dataset("dsprites", "d1g3st", {"name": "dsprites"}, {"images": 10})
+        except BaseException as exc:
+            failed.append(exc)
+
+    threads = [threading.Thread(target=log, args=(run,)) for run in runs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    return failed
+
+
+def test_trials_logging_the_same_new_dataset_at_once_all_link_it(postgres) -> None:
+    """The store looks a dataset up before inserting it: trials that log the same new dataset
+    at the same moment race to insert it (bench.store_writes saw PostgreSQL's `dataset_pk`
+    refuse one). Every run must still link the dataset, not lose it to the race."""
+    uri = postgres.create_database("datasets")
+    client = mlflow.MlflowClient(uri)
+    for r in range(4):  # each round a new experiment: the dataset is new to it
+        experiment_id = client.create_experiment(f"race{r}")
+        runs = [
+            TrialRun.open(uri, experiment_id, f"t{i}", f"trial{i}", {"a": i}, {}) for i in range(8)
+        ]
+        assert _log_dataset_at_once(runs) == []
+        for run in runs:
+            inputs = client.get_run(run.run_id).inputs.dataset_inputs
+            assert [(i.dataset.name, i.dataset.digest) for i in inputs] == [("dsprites", "d1g3st")]

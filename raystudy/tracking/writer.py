@@ -51,6 +51,9 @@ from raystudy.tracking.retry import (
     unreachable_message,
 )
 
+#: The pause before a dataset input refused by a concurrent insert is sent again.
+DATASET_RACE_RETRY_S = 0.2
+
 if TYPE_CHECKING:
     import torch
 
@@ -415,7 +418,20 @@ class TrialRun:
             profile=json.dumps(dict(profile)),
         )
         tags = [InputTag(MLFLOW_DATASET_CONTEXT, context)]
-        self._write(lambda: self.client.log_inputs(self.run_id, [DatasetInput(dataset, tags)]))
+
+        def send() -> None:
+            self.client.log_inputs(self.run_id, [DatasetInput(dataset, tags)])
+
+        try:
+            self._write(send)
+        except Exception:
+            # The store looks the dataset up, then inserts it: two trials logging the same new
+            # dataset at once both miss it, and the second insert breaks the unique key
+            # (sqlite's `UNIQUE constraint failed: datasets...`, PostgreSQL's `dataset_pk`,
+            # seen through `mlflow server` by bench.store_writes). Sent again, it finds the
+            # winner's row and links it; any other failure fails again and is raised.
+            time.sleep(DATASET_RACE_RETRY_S)
+            self._write(send)
 
     def finish(self, status: str) -> None:
         self._write(lambda: self.client.set_terminated(self.run_id, status=status))
