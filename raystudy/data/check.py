@@ -18,7 +18,7 @@ from typing import Any
 
 from raystudy.data.base import GroundTruthDataset
 from raystudy.data.file_dataset import FileDataset
-from raystudy.data.registry import DatasetOptionError, get_dataset
+from raystudy.data.registry import DatasetOptionError, get_dataset, path_options
 from raystudy.data.selectors import SelectorError
 from raystudy.data.split_registry import SplitOptionError, split_from_config
 from raystudy.data.splits import Split
@@ -66,6 +66,9 @@ def _key(*parts: Any) -> str:
 
 def _build_dataset(name: str, options: Mapping[str, Any]) -> GroundTruthDataset | DataProblem:
     try:
+        relative = _relative_path_problem(name, options)
+        if relative is not None:
+            return relative
         return get_dataset(name, **options)
     except DatasetOptionError as exc:
         return DataProblem(_option_field(exc.option), str(exc))
@@ -78,6 +81,22 @@ def _build_dataset(name: str, options: Mapping[str, Any]) -> GroundTruthDataset 
         field = _option_field(paths[0] if len(paths) == 1 else None)
         detail = text if isinstance(exc, ValueError | OSError) else f"{type(exc).__name__}: {text}"
         return DataProblem(field, detail)
+
+
+def _relative_path_problem(name: str, options: Mapping[str, Any]) -> DataProblem | None:
+    """A relative path among the dataset's path options: it would be found here, from the
+    folder the study is started in, and then not in any trial, which runs in a working folder
+    of its own (the same rule as a split's index files)."""
+    for key in path_options(name):
+        value = options.get(key)
+        if _is_path(value) and not Path(value).expanduser().is_absolute():
+            return DataProblem(
+                _option_field(key),
+                f"{str(value)!r} is a relative path; each trial runs in a working folder of its "
+                f"own, so give an absolute path (or one starting with ~), e.g. "
+                f"{str(Path(value).resolve())!r}",
+            )
+    return None
 
 
 def _build_split(split: Any, ds: GroundTruthDataset) -> Split | DataProblem:

@@ -52,7 +52,9 @@ class DSpritesFile(FileDataset):
     def official_factors(cls) -> FactorSpace:
         return FactorSpace(dsprites_factors())
 
-    def __init__(self, path: str | os.PathLike[str], cache_dir: str | None = None) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], cache_dir: str | os.PathLike[str] | None = None
+    ) -> None:
         p = require_file(path, EXPECTED)
         members = npz_members(p, EXPECTED)
         for key in ("imgs", "latents_classes", "latents_values"):

@@ -68,7 +68,7 @@ class MPI3DFile(FileDataset):
         self,
         path: str | os.PathLike[str],
         real_path: str | os.PathLike[str] | None = None,
-        cache_dir: str | None = None,
+        cache_dir: str | os.PathLike[str] | None = None,
         factor_sizes: Sequence[int] | None = None,
     ) -> None:
         sizes = tuple(int(s) for s in (factor_sizes or OFFICIAL_SIZES))

@@ -73,6 +73,18 @@ def get_dataset(name: str, **options: Any) -> GroundTruthDataset:
     return cls(**checked)
 
 
+def path_options(name: str) -> tuple[str, ...]:
+    """The options of dataset ``name`` typed as paths (``str | os.PathLike[str]``)."""
+    return tuple(k for k, hint in _option_types(DATASETS.get(name)).items() if _is_path_hint(hint))
+
+
+def _is_path_hint(hint: Any) -> bool:
+    union = typing.get_origin(hint) in (typing.Union, types.UnionType)
+    return any(
+        typing.get_origin(a) is os.PathLike for a in (typing.get_args(hint) if union else ())
+    )
+
+
 @functools.cache
 def _option_types(cls: type) -> dict[str, Any]:
     try:

@@ -292,6 +292,40 @@ def test_a_study_on_a_bad_file_fails_at_its_option_before_any_trial(tmp_path: Pa
     assert load_spec(spec, ["grid={seed: [0]}"]).dataset.options["path"] == str(good)
 
 
+@pytest.mark.parametrize("option", ["path", "real_path", "cache_dir"])
+def test_a_relative_file_path_is_refused_though_it_exists_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, option: str
+) -> None:
+    # Found from the folder the study starts in, then not from any trial's working folder.
+    monkeypatch.chdir(tmp_path)
+    _mpi3d(tmp_path / "d.npz")
+    (tmp_path / "cache").mkdir()
+    relative = {"path": "d.npz", "real_path": "d.npz", "cache_dir": "cache"}
+    options = {k: str(tmp_path / v) for k, v in relative.items()}
+    options[option] = relative[option]
+    spec = tmp_path / "study.yaml"
+
+    def write() -> None:
+        shown = ", ".join(f"{k}: {v}" for k, v in options.items())
+        sizes = list(MPI_SIZES)
+        spec.write_text(
+            "name: s\nsplit: iid\n"
+            f"dataset: {{name: mpi3d_file, options: {{{shown}, factor_sizes: {sizes}}}}}\n"
+        )
+
+    write()
+    with pytest.raises(SpecError) as info:
+        load_spec(spec)
+    message = str(info.value)
+    assert f"{spec}: dataset.options.{option}: '{relative[option]}' is a relative path" in message
+    assert "working folder of its own" in message
+    assert f"e.g. '{tmp_path / relative[option]}'" in message
+    # Written as the message suggests, the study loads.
+    options[option] = str(tmp_path / relative[option])
+    write()
+    assert load_spec(spec).dataset.options[option] == options[option]
+
+
 def test_resume_checks_the_files_again_but_reading_results_needs_none(tmp_path: Path) -> None:
     import ray
 
