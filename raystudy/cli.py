@@ -298,7 +298,7 @@ def status(study: StudyArg, output: OutputOpt = Path("studies")) -> None:
     from raystudy.analysis.results import load_results
     from raystudy.study.folder import StudyError, StudyInfo
     from raystudy.study.status import study_status
-    from raystudy.tracking.retry import TrackingUnreachable
+    from raystudy.tracking.retry import TrackingRejected, TrackingUnreachable
     from raystudy.tune.state import OUTCOMES
 
     study_dir = (output / study).resolve()
@@ -313,7 +313,8 @@ def status(study: StudyArg, output: OutputOpt = Path("studies")) -> None:
             typer.echo(f"  {STATE_NAMES.get(state, state.lower()):13s} {counts[state]}")
     try:
         runs = load_results(study_dir)
-    except TrackingUnreachable as exc:  # Tune's counts above are still worth having
+    # Tune's counts above are still worth having (a store refused: e.g. a ${VAR} unset here).
+    except (TrackingUnreachable, TrackingRejected) as exc:
         typer.secho(f"  MLflow runs unknown: {exc}", fg=typer.colors.YELLOW)
         return
     except StudyError as exc:
@@ -336,6 +337,7 @@ def ui(
     import subprocess
     import sys
 
+    from raystudy.spec.url_secrets import expand
     from raystudy.study.folder import StudyError, StudyInfo
     from raystudy.tracking.retry import TrackingRejected, TrackingUnreachable
     from raystudy.tracking.ui_view import write_study_view
@@ -352,8 +354,6 @@ def ui(
         "-m",
         "mlflow",
         "ui",
-        "--backend-store-uri",
-        info.tracking_uri,
         "--host",
         "127.0.0.1",
         "--port",
@@ -362,6 +362,9 @@ def ui(
     # MLflow 3 also starts a job runner for its GenAI jobs (7 huey processes, most of a core
     # while they start), which a study never submits.
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
+    # The store through the environment, not argv: any user's `ps` shows argv, and a
+    # ${VAR} in the URI is a password once expanded.
+    env["MLFLOW_BACKEND_STORE_URI"] = expand(info.tracking_uri)
     raise typer.Exit(subprocess.call(command, env=env))
 
 
@@ -400,7 +403,7 @@ def analyze(
     from raystudy.analysis.summary import format_summary
     from raystudy.study.folder import StudyError
     from raystudy.terminal.steps import StepLines
-    from raystudy.tracking.retry import TrackingUnreachable
+    from raystudy.tracking.retry import TrackingRejected, TrackingUnreachable
 
     settings = Settings(by=tuple(by or ()), n_boot=bootstrap, seed=seed, min_trials=min_trials)
     try:
@@ -412,7 +415,7 @@ def analyze(
                 from_tune=from_tune,
                 progress=steps,
             )
-    except TrackingUnreachable as exc:
+    except (TrackingUnreachable, TrackingRejected) as exc:
         _fail(
             f"{exc}; `raystudy analyze {study} --output {output} --from-tune` reads the "
             "results from Tune's storage instead"

@@ -129,6 +129,28 @@ class Postgres:
             conn.close()
         return self.uri(name)
 
+    def password_role(self, role: str, password: str, database: str) -> None:
+        """A login role that must give `password` (scram-sha-256) over TCP, owning the new
+        `database`; every other role is still trusted."""
+        import psycopg2
+
+        conn = psycopg2.connect(host="127.0.0.1", port=self.port, user=self.user, dbname="postgres")
+        try:
+            conn.autocommit = True
+            cur = conn.cursor()
+            cur.execute(f'CREATE ROLE "{role}" LOGIN PASSWORD %s', (password,))
+            cur.execute(f'CREATE DATABASE "{database}" OWNER "{role}"')
+            cur.execute("SHOW hba_file")
+            hba = Path(cur.fetchone()[0])
+        finally:
+            conn.close()
+        # The first line that matches decides: this role's line goes before the trust lines.
+        # (Written in place, so it keeps its owner when the server runs as `postgres`.)
+        hba.write_text(f"host all {role} 127.0.0.1/32 scram-sha-256\n" + hba.read_text())
+        done = self._run("pg_ctl", "-D", str(self.data), "reload")
+        if done.returncode:
+            raise AssertionError(f"pg_ctl reload failed: {done.stderr}")
+
     def uri(self, database: str) -> str:
         """The URI as a study spec stores it: the driver named (see `_postgres_driver`)."""
         return f"postgresql+psycopg2://{self.user}@127.0.0.1:{self.port}/{database}"

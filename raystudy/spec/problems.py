@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from raystudy.registry import unknown_name_message
 from raystudy.spec.grid import flatten
+from raystudy.spec.url_secrets import hidden
 
 
 class SpecError(ValueError):
@@ -93,7 +94,8 @@ def problems_of(
                 problems.append((prefix + _loc(loc), rest))
                 continue
         elif "input" in err and err["type"] not in ("missing",):
-            msg = f"{msg} (got {err['input']!r})"
+            got = err["input"]  # a store URL's written-out password is never repeated
+            msg = f"{msg} (got {hidden(got) if isinstance(got, str) else got!r})"
         problems.append((prefix + _loc(err["loc"], key=err["type"] == "invalid_key"), msg))
     return problems
 

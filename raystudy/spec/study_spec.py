@@ -23,6 +23,12 @@ from raystudy.spec.trial_config import (
     _Strict,
     _TrialFields,
 )
+from raystudy.spec.url_secrets import (
+    literal_password,
+    password_message,
+    placeholders,
+    storage_message,
+)
 
 
 class AshaConfig(_Strict):
@@ -73,6 +79,8 @@ class SearchConfig(_Strict):
 
         if v is None:
             return v
+        if literal_password(v) or placeholders(v):
+            raise ValueError(storage_message(v))
         try:
             url = make_url(v)
         except ArgumentError:
@@ -219,6 +227,15 @@ ALLOWED_TRACKING_URIS = (
 )
 
 
+def _no_written_password(url: str, field: str) -> None:
+    """Refuse a password written out in the tracking URL (see `url_secrets`), and a `${VAR}`
+    in a sqlite path, which is made absolute here, before any variable is read."""
+    if literal_password(url):
+        raise ValueError(password_message(field, url))
+    if placeholders(url) and url.lower().startswith("sqlite:"):
+        raise ValueError(f"{field} {url!r}: a sqlite path takes no ${{VAR}}; write the path itself")
+
+
 def _absolute_sqlite(url: str, field: str) -> str:
     """`sqlite:///rel.db` made absolute: every trial runs in a working folder of its own, where
     a relative path would name another, empty database (and a resumed study, started from
@@ -269,6 +286,7 @@ class TrackingConfig(_Strict):
     def _store_usable(cls, v: str | None) -> str | None:
         if v is None:
             return v
+        _no_written_password(v, "tracking.uri")
         scheme = v.partition("://")[0].lower() if "://" in v else ""
         if scheme == "sqlite":
             return _absolute_sqlite(v, "tracking.uri")

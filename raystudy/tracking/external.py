@@ -15,6 +15,7 @@ from mlflow.tracking import MlflowClient
 from raystudy.data.split_registry import split_tag
 from raystudy.spec import TrialConfig
 from raystudy.spec.grid import flatten
+from raystudy.spec.url_secrets import expand
 from raystudy.tags import (
     EXPERIMENT_TAGS,
     EXTERNAL_ROLE,
@@ -49,7 +50,7 @@ def log_external_run(
     its id. `parent_run_id` nests it under a study's parent run in the UI. Raises
     `TrackingUnreachable` or `TrackingRejected` naming the store."""
     uri = tracking_uri or mlflow.get_tracking_uri()
-    client = MlflowClient(uri)
+    client = MlflowClient(expand(uri))
     with refusing(uri):
         found = retry_busy(lambda: client.get_experiment_by_name(experiment))
         experiment_id = (

@@ -32,6 +32,7 @@ from mlflow.protos.databricks_pb2 import RESOURCE_ALREADY_EXISTS, ErrorCode
 from mlflow.tracking import MlflowClient
 from mlflow.types import Schema, TensorSpec
 
+from raystudy.spec.url_secrets import expand
 from raystudy.tracking.retry import retry_busy
 
 #: The logged model's name in its run: `runs:/<run id>/model` loads it.
@@ -158,5 +159,5 @@ def load_encoder(uri: str, tracking_uri: str | None = None) -> torch.nn.Module:
     `tracking_uri`, when given, becomes it.
     """
     if tracking_uri is not None:
-        mlflow.set_tracking_uri(tracking_uri)
+        mlflow.set_tracking_uri(expand(tracking_uri))
     return mlflow.pytorch.load_model(uri)

@@ -17,6 +17,7 @@ import pandas as pd
 from mlflow.entities import Run
 from mlflow.tracking import MlflowClient
 
+from raystudy.spec.url_secrets import expand
 from raystudy.tags import RESULT_ROLES, ROLE_TAG, TRIAL_RUNS, equals
 from raystudy.tracking.retry import check_reachable, reaching
 
@@ -41,7 +42,7 @@ def trial_runs_table(uri: str, experiment_id: str) -> pd.DataFrame:
     `params.*`, `metrics.*` with each metric's latest value, `tags.*`). A server that does
     not answer is `TrackingUnreachable` in seconds, not after MLflow's retries."""
     check_reachable(uri)
-    mlflow.set_tracking_uri(uri)
+    mlflow.set_tracking_uri(expand(uri))
     frames = []
     with reaching(uri):
         for role in RESULT_ROLES:  # MLflow's tag filters have no IN

@@ -18,6 +18,8 @@ from typing import Any
 
 from mlflow.exceptions import MlflowException
 
+from raystudy.spec.url_secrets import UnsetVariableError, expand
+
 
 class TrackingUnreachable(RuntimeError):
     """The tracking store did not answer (after MLflow's own retries); the message names it."""
@@ -66,6 +68,8 @@ def refusing(uri: str) -> Iterator[None]:
             yield
     except TrackingUnreachable:
         raise
+    except UnsetVariableError as exc:  # says which variable, where: nothing MLflow said
+        raise TrackingRejected(str(exc)) from None
     # requests' InvalidURL is a ValueError; OSError covers a local artifact folder that cannot
     # be made; ImportError a database URL whose driver is not installed (psycopg2, pymysql).
     except (MlflowException, SQLAlchemyError, ValueError, OSError, ImportError) as exc:
@@ -186,7 +190,12 @@ def check_reachable(uri: str, timeout_s: float = 10.0) -> None:
     does not answer at all: MLflow's client would retry for minutes (a server: 7 retries with
     backoff; a database: 10 engine attempts, about 100 s) before saying so. Any HTTP answer
     counts as reachable; a database that answers and refuses is `TrackingRejected`; other
-    stores (sqlite, file) are checked by using them."""
+    stores (sqlite, file) are checked by using them. A `${VAR}` the environment lacks is
+    `TrackingRejected` naming it."""
+    try:
+        expand(uri)
+    except UnsetVariableError as exc:
+        raise TrackingRejected(str(exc)) from None
     if uri.startswith("postgresql"):
         _check_database(uri, timeout_s)
         return
@@ -195,7 +204,7 @@ def check_reachable(uri: str, timeout_s: float = 10.0) -> None:
     import requests
 
     try:
-        requests.get(f"{uri.rstrip('/')}/health", timeout=timeout_s)
+        requests.get(f"{expand(uri).rstrip('/')}/health", timeout=timeout_s)
     except requests.exceptions.SSLError:
         return  # TLS set up for MLflow's client (e.g. MLFLOW_TRACKING_INSECURE_TLS) is its call
     except (requests.exceptions.ConnectionError, requests.exceptions.Timeout) as exc:
@@ -209,7 +218,7 @@ def _check_database(uri: str, timeout_s: float) -> None:
     from sqlalchemy.exc import SQLAlchemyError
     from sqlalchemy.pool import NullPool
 
-    url = make_url(uri)
+    url = make_url(expand(uri))
     libpq = url.get_driver_name() in ("psycopg2", "psycopg")  # both take libpq's options
     connect_args = {"connect_timeout": max(1, round(timeout_s))} if libpq else {}
     try:

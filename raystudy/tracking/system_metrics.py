@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 from raystudy.keys import SYSTEM, system_key
+from raystudy.spec.url_secrets import expand
 from raystudy.tracking.writer import TrialRun
 
 SAMPLING_INTERVAL_S = 10.0
@@ -54,7 +55,7 @@ class SystemMetrics:
             first.run_id,
             sampling_interval=SAMPLING_INTERVAL_S,
             samples_before_logging=SAMPLES_PER_POINT,
-            tracking_uri=first.uri,
+            tracking_uri=expand(first.uri),
         )
         self.interval = float(self._mlflow.sampling_interval)
         self.samples_per_point = max(1, int(self._mlflow.samples_before_logging))

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from mlflow.tracking import MlflowClient
 
 from raystudy.keys import metric_key, parse_transfer
+from raystudy.spec.url_secrets import expand
 from raystudy.tags import (
     EXPERIMENT_KIND_TAG,
     MODEL_TRAINING_KIND,
@@ -144,7 +145,7 @@ def write_study_view(uri: str, experiment_id: str, study: str) -> StudyView:
     `TrackingUnreachable` or `TrackingRejected` naming the store."""
     with refusing(uri):
         check_reachable(uri)
-        client = MlflowClient(uri)  # refuses a URI MLflow does not support
+        client = MlflowClient(expand(uri))  # refuses a URI MLflow does not support
         params, metrics = _logged_keys(client, experiment_id)
         view, value = _envelope(study_view(experiment_id, params, metrics), f"raystudy: {study}")
         for key, tag in ((EXPERIMENT_KIND_TAG, MODEL_TRAINING_KIND), (view_tag(view.key), value)):

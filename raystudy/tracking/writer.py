@@ -28,6 +28,7 @@ from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, RunT
 from mlflow.tracking import MlflowClient
 from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT
 
+from raystudy.spec.url_secrets import expand
 from raystudy.tags import (
     CLOSED_TAG,
     EXPERIMENT_TAGS,
@@ -79,7 +80,7 @@ class StudyTracker:
 
     def __init__(self, uri: str, experiment_id: str, parent_run_id: str) -> None:
         self.uri, self.experiment_id, self.parent_run_id = uri, experiment_id, parent_run_id
-        self.client = MlflowClient(uri)
+        self.client = MlflowClient(expand(uri))
 
     @classmethod
     def attach(cls, uri: str, experiment_id: str, parent_run_id: str) -> StudyTracker:
@@ -97,7 +98,7 @@ class StudyTracker:
         `TrackingRejected`; writes nothing (a fresh sqlite store gets its tables)."""
         with refusing(uri):
             check_reachable(uri)
-            experiment = MlflowClient(uri).get_experiment_by_name(study)
+            experiment = MlflowClient(expand(uri)).get_experiment_by_name(study)
         if experiment is not None and experiment.lifecycle_stage == "deleted":
             # The commands are for pasting into a shell: never with the store's password.
             safe = shown(uri)
@@ -122,7 +123,7 @@ class StudyTracker:
     def _start(
         cls, uri: str, study: str, artifact_dir: Path, tags: Mapping[str, str]
     ) -> StudyTracker:
-        client = MlflowClient(uri)
+        client = MlflowClient(expand(uri))
         experiment = client.get_experiment_by_name(study)
         if experiment is None:
             # A store without a server (sqlite, file, a database such as PostgreSQL) keeps
@@ -262,7 +263,7 @@ class TrialRun:
     def client(self) -> MlflowClient:
         # Made when first written with, never for an offline run: MLflow's client for a
         # database store connects as it is made, retrying a stopped one for ~100 s.
-        return MlflowClient(self.uri)
+        return MlflowClient(expand(self.uri))
 
     def _write(self, write: Callable[[], object]) -> None:
         if self.offline is not None:
@@ -300,7 +301,7 @@ class TrialRun:
         try:
             # A stopped server or database is said in seconds, not after MLflow's retries.
             check_reachable(uri)
-            client = MlflowClient(uri)
+            client = MlflowClient(expand(uri))
             # Each call is retried on its own: the sequence as a whole is not idempotent.
             found = retry_busy(
                 lambda: client.search_runs(

@@ -452,6 +452,19 @@ SPACE = "space: {model: {beta: {uniform: [1, 2]}}}"
             "search.storage",
             ["not a database URL"],
         ),
+        # a password written in a store URL would be copied to every file the study writes
+        (
+            "tracking: {uri: 'postgresql://me:hunter2@h/db'}\n",
+            "tracking.uri",
+            ["'postgresql://me:***@h/db' holds a password", "postgresql://me:${MY_DB_PASSWORD}@h"],
+        ),
+        ("tracking: {uri: 'sqlite:///${HOME}/m.db'}\n", "tracking.uri", ["takes no ${VAR}"]),
+        (
+            "search: {method: optuna, metric: dis/mig, mode: max, "
+            f"storage: 'postgresql://me:${{PW}}@h/db', {SPACE}}}\n",
+            "search.storage",
+            ["neither a password nor a ${VAR}", "PGPASSWORD"],
+        ),
         # settings the chosen method never reads
         ("search: {method: grid, num_samples: 5}\n", "search", ["num_samples has no effect"]),
         (
