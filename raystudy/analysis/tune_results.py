@@ -18,7 +18,7 @@ import pandas as pd
 from raystudy.analysis.columns import ERROR, METRIC, PARAM, RUN_NAME
 from raystudy.data.split_registry import split_tag
 from raystudy.study.folder import StudyInfo, load_study_spec, tune_dir_of
-from raystudy.study.records import model_params, models_of
+from raystudy.study.records import StudyLayout, model_params, models_of
 from raystudy.tags import SOURCE_TAG, SPLIT_TAG, STUDY_TAG, TRIAL_ID_TAG, column
 from raystudy.tune.state import FINISHED, read_tune_trials
 
@@ -28,10 +28,11 @@ def load_tune_results(study_dir: Path) -> pd.DataFrame:
     row per started trial with `status`, `params.*`, `metrics.*` and `tags.*` columns."""
     info = StudyInfo.read(study_dir)
     spec = load_study_spec(study_dir)
-    stacks = spec.stacks()
+    layout = StudyLayout.of(spec)
+    stacks = layout.stacks
     rows = []
     for tune_trial in read_tune_trials(tune_dir_of(study_dir)):
-        for trial, config, tags in models_of(tune_trial, spec, info.name):
+        for trial, config, tags in models_of(tune_trial, spec, info.name, layout):
             row: dict[str, Any] = {
                 "run_id": "",
                 "status": trial.status,

@@ -10,6 +10,7 @@ unreachable while they ran) and that `analyze --from-tune` reads instead of MLfl
 from __future__ import annotations
 
 from collections.abc import Container
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,26 +26,48 @@ from raystudy.tune.points import STACK, trial_config, trial_labels
 from raystudy.tune.state import TuneTrial, read_tune_trials
 
 
+@dataclass(frozen=True)
+class StudyLayout:
+    """What `models_of` reads of a spec: its base values, points, stacks and trial labels.
+
+    Each costs time linear in the study's size (the grid expanded, grouped and labelled), so
+    a reader of every trial makes it once (`of`), not once a trial: per trial it made reading
+    a 12,600-model stacked study quadratic (seconds at 3,000 models, minutes at 12,600).
+    """
+
+    base: dict[str, Any]
+    points: list[dict[str, Any]]
+    stacks: list[list[int]]
+    labels: list[str]
+
+    @classmethod
+    def of(cls, spec: StudySpec) -> StudyLayout:
+        points = spec.points()
+        return cls(spec.base(), points, spec.stacks(), trial_labels(points))
+
+
 def models_of(
-    trial: TuneTrial, spec: StudySpec, study: str
+    trial: TuneTrial, spec: StudySpec, study: str, layout: StudyLayout | None = None
 ) -> list[tuple[TuneTrial, TrialConfig, dict[str, str]]]:
     """The models a Tune trial trained, each as (its trial, its config, tags beyond the
     study's): the trial itself, or one per model of a stacked trial (`TuneTrial.member`),
-    named and keyed as their MLflow runs are (`raystudy.trials.stacked`)."""
-    points = spec.points()
+    named and keyed as their MLflow runs are (`raystudy.trials.stacked`). `layout` is the
+    spec's (`StudyLayout.of(spec)`, made here if not given)."""
+    layout = layout or StudyLayout.of(spec)
     if STACK not in trial.config:
-        return [(trial, trial_config(spec.base(), points, trial.config), {})]
-    members = spec.stacks()[trial.config[STACK]]
-    configs = [TrialConfig.model_validate(deep_merge(spec.base(), points[j])) for j in members]
+        return [(trial, trial_config(layout.base, layout.points, trial.config), {})]
+    members = layout.stacks[trial.config[STACK]]
+    configs = [
+        TrialConfig.model_validate(deep_merge(layout.base, layout.points[j])) for j in members
+    ]
     if trial.rows and not any(k.startswith(STACK_KEYS) for row in trial.rows for k in row):
         raise StudyError(
             f"study {study!r}: stacked trial {trial.name} reported only the mean of its "
             "models to Tune (a raystudy before per-model reports): read it from MLflow"
         )
-    labels = trial_labels(points)
     return [
         (
-            trial.member(s, labels[j], f"{trial.trial_id}/{key}"),
+            trial.member(s, layout.labels[j], f"{trial.trial_id}/{key}"),
             config,
             {STACK_TAG: trial.trial_id},
         )
@@ -68,13 +91,14 @@ def run_records(study_dir: Path, skip: Container[str] = ()) -> list[RunRecord]:
     is in `skip`), as the MLflow runs `sync_run` completes; the models of a stacked trial
     each get their own record."""
     spec = load_study_spec(study_dir)
-    stacks = spec.stacks()
+    layout = StudyLayout.of(spec)
+    stacks = layout.stacks
     records = []
     for trial in read_tune_trials(tune_dir_of(study_dir), skip):
         if not trial.trial_id:
             continue
         try:
-            models = models_of(trial, spec, spec.name)
+            models = models_of(trial, spec, spec.name, layout)
         except StudyError:
             continue  # a stack that reported only its mean: MLflow is its only record
         for model, config, tags in models:
