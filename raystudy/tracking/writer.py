@@ -51,6 +51,7 @@ from raystudy.tracking.retry import (
     shown,
     unreachable_message,
 )
+from raystudy.tracking.trial_index import ensure_trial_id_index
 
 #: The pause before a dataset input refused by a concurrent insert is sent again.
 DATASET_RACE_RETRY_S = 0.2
@@ -88,7 +89,9 @@ class StudyTracker:
         `TrackingUnreachable` or `TrackingRejected` before anything else starts."""
         with refusing(uri):
             check_reachable(uri)
-            return cls(uri, experiment_id, parent_run_id)
+            tracker = cls(uri, experiment_id, parent_run_id)
+        ensure_trial_id_index(uri)  # a study started before raystudy made it
+        return tracker
 
     @staticmethod
     def check(uri: str, study: str) -> None:
@@ -143,6 +146,7 @@ class StudyTracker:
             run_name=study,
             tags={ROLE_TAG: STUDY_ROLE, STUDY_TAG: study, **tags},
         )
+        ensure_trial_id_index(uri)  # MLflow's tables exist now
         return cls(uri, experiment_id, run.info.run_id)
 
     def reopen(self) -> None:
