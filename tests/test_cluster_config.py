@@ -80,3 +80,39 @@ def test_every_node_command_is_valid_bash() -> None:
         for command in config[key]:
             checked = subprocess.run(["bash", "-n", "-c", command], capture_output=True, text=True)
             assert checked.returncode == 0, (key, command, checked.stderr)
+
+
+def test_head_indexes_the_trial_id_tag_once_the_server_made_its_tables(postgres) -> None:
+    """The head's index command, run for real against a PostgreSQL database `mlflow` whose
+    tables MLflow made (psql reaching it through PGHOST/PGPORT, as the head's default socket)."""
+    import os
+
+    import mlflow
+    import sqlalchemy
+
+    from raystudy.tracking.trial_index import TRIAL_ID_INDEX, TRIAL_ID_INDEX_SQL
+
+    config = load(ROOT / "cluster.yaml")
+    (line,) = [c for c in config["head_start_ray_commands"] if TRIAL_ID_INDEX in c]
+    assert TRIAL_ID_INDEX_SQL.replace("CREATE INDEX", "CREATE INDEX CONCURRENTLY") in line
+    if not postgres.running():
+        postgres.start()
+    uri = postgres.create_database("mlflow")
+    mlflow.MlflowClient(uri).search_experiments()  # the server's start: MLflow's tables
+    env = {
+        **os.environ,
+        "PGHOST": "127.0.0.1",
+        "PGPORT": str(postgres.port),
+        "PGUSER": postgres.user,
+        "PATH": f"{postgres.bin_dir}:{os.environ['PATH']}",
+        "HOME": str(postgres.root),  # its log goes to ~/mlflow-index.log
+    }
+    done = subprocess.run(
+        ["bash", "-c", line.rstrip().removesuffix("&")], env=env, capture_output=True, timeout=60
+    )
+    assert done.returncode == 0, done
+    engine = sqlalchemy.create_engine(uri)
+    query = sqlalchemy.text("SELECT indexdef FROM pg_indexes WHERE indexname = :n")
+    with engine.connect() as con:
+        assert "WHERE" in con.execute(query, {"n": TRIAL_ID_INDEX}).scalar_one()
+    engine.dispose()
