@@ -332,10 +332,12 @@ def ui(
 ) -> None:
     """Start the MLflow UI on the study's store, bound to 127.0.0.1, and print the URL of its
     trial runs with the columns to compare (objective, beta, input noise, seed, DCI-D,
-    transfer MAEs)."""
+    transfer MAEs). A study on a tracking server: the view is saved there and its URL on
+    that server printed; nothing is started."""
     import os
     import subprocess
     import sys
+    from urllib.parse import urlsplit
 
     from raystudy.spec.url_secrets import expand
     from raystudy.study.folder import StudyError, StudyInfo
@@ -347,6 +349,14 @@ def ui(
         view = write_study_view(info.tracking_uri, info.experiment_id, info.name)
     except (StudyError, TrackingUnreachable, TrackingRejected) as exc:
         _fail(str(exc))
+    if info.tracking_uri.startswith(("http://", "https://")):
+        # The study's tracking server serves the UI itself (MLflow cannot serve a UI over
+        # another server): print its address, with any user and password left out.
+        parts = urlsplit(expand(info.tracking_uri))
+        base = f"{parts.scheme}://{parts.hostname}{f':{parts.port}' if parts.port else ''}"
+        typer.echo(f"The runs of {study!r} are on the MLflow server at {base}, which serves")
+        typer.echo(f"their UI; the view with their columns: {view.url_at(base + parts.path)}")
+        return
     typer.echo(f"MLflow UI for {study!r} on http://127.0.0.1:{port} (Ctrl-C stops it); its runs:")
     typer.echo(f"  {view.url(port)}")
     command = [

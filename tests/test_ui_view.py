@@ -46,12 +46,12 @@ def _scores(i: int) -> dict[str, float]:
     }
 
 
-def _study(tmp_path: Path, name: str, scores: bool = True) -> StudyInfo:
-    """A study folder whose store holds a parent run and TRIALS nested under it, written by
-    raystudy's own writers."""
+def _study(tmp_path: Path, name: str, scores: bool = True, uri: str | None = None) -> StudyInfo:
+    """A study folder whose store (`uri`, default: sqlite in the folder) holds a parent run
+    and TRIALS nested under it, written by raystudy's own writers."""
     study_dir = tmp_path / name
     study_dir.mkdir()
-    uri = default_uri(study_dir)
+    uri = uri or default_uri(study_dir)
     tracker = StudyTracker.start(uri, name, study_dir / "mlartifacts", tags={})
     for i, (objective, beta, seed) in enumerate(TRIALS):
         model = {"objective": objective} | ({"beta": beta} if beta is not None else {})
@@ -152,6 +152,34 @@ def test_ui_names_the_store_that_lacks_the_study_before_starting_a_server(
     assert result.exit_code == 2, result.output
     assert study.tracking_uri in result.output and "No Experiment with id=777" in result.output
     assert "MLflow UI for" not in result.output
+
+
+def test_a_study_on_a_tracking_server_gets_its_view_there_and_the_servers_url(
+    tmp_path: Path,
+) -> None:
+    # MLflow cannot serve a UI over another server: the server's own UI is the one to open.
+    from mlflow_server import MlflowServer
+    from typer.testing import CliRunner
+
+    from raystudy.cli import app
+
+    server = MlflowServer(tmp_path / "server").start()
+    try:
+        info = _study(tmp_path, "remote", uri=server.url)
+        started = time.monotonic()
+        result = CliRunner().invoke(app, ["ui", "remote", "-o", str(tmp_path)])
+        assert result.exit_code == 0, result.output
+        assert time.monotonic() - started < 30  # returned: no UI process of its own
+        said = " ".join(result.output.split())
+        assert f"on the MLflow server at {server.url}" in said, said
+        assert "MLflow UI for" not in said
+        url = f"{server.url}/#/experiments/{info.experiment_id}/runs"
+        assert f"{url}?workflowType=machine_learning&viewStateShareKey=raystudy" in said
+        assert _view(info)["state"]["selectedColumns"][: len(EXPECTED)] == EXPECTED
+        with urllib.request.urlopen(server.url, timeout=10) as page:  # the UI it names
+            assert page.status == 200
+    finally:
+        server.stop()
 
 
 def test_the_param_columns_are_keys_a_trial_logs() -> None:

@@ -73,8 +73,12 @@ class StudyView:
 
     def url(self, port: int, host: str = "127.0.0.1") -> str:
         """The runs table of the study, in the model-training view, with this view open."""
+        return self.url_at(f"http://{host}:{port}")
+
+    def url_at(self, base: str) -> str:
+        """`url` on the UI served at `base` (a tracking server's own URL)."""
         return (
-            f"http://{host}:{port}/#/experiments/{self.experiment_id}/runs"
+            f"{base.rstrip('/')}/#/experiments/{self.experiment_id}/runs"
             f"?workflowType=machine_learning&viewStateShareKey={self.key}"
         )
 
