@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 import torch
 
@@ -22,14 +20,8 @@ from raystudy.models.resnet import GatedResidualBlock
 from raystudy.models.vae import gaussian_kl, gaussian_kl_between
 from raystudy.spec import ModelConfig
 
-
-@pytest.fixture(autouse=True)
-def one_torch_thread() -> Iterator[None]:
-    """Small tensors on shared cores: a second torch thread only adds synchronisation."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+# One torch thread (conftest.py): small batches on shared cores.
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.mark.parametrize("channels", [1, 3])

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -50,13 +49,8 @@ K = 4  # factors
 PIX = 16  # a 1x4x4 image
 
 
-@pytest.fixture(autouse=True)
-def one_torch_thread() -> Iterator[None]:
-    """Small tensors on shared cores: a second torch thread only adds synchronisation."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+# One torch thread (conftest.py): small batches on shared cores.
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 class TinyEncoder(nn.Module):

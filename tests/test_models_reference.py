@@ -3,8 +3,6 @@ representation path (`encode_means`) after brief training in the shared loop."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numpy as np
 import pytest
 import torch
@@ -21,13 +19,8 @@ from raystudy.training.loop import train
 CPU = torch.device("cpu")
 
 
-@pytest.fixture(autouse=True)
-def one_torch_thread() -> Iterator[None]:
-    """Small tensors on shared cores: a second torch thread only adds synchronisation."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+# One torch thread (conftest.py): small batches on shared cores.
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def scores(objective: str, split_spec: dict | None, steps: int) -> dict[str, float]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -27,14 +26,8 @@ CPU = torch.device("cpu")
 ALL = OBJECTIVES.names()
 
 
-@pytest.fixture(autouse=True)
-def one_torch_thread() -> Iterator[None]:
-    """The tests' batches are small and the machine's cores are shared: a second torch thread
-    only adds synchronisation."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+# One torch thread (conftest.py): small batches on shared cores.
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def setup(objective: str = "beta_vae", dataset: str = "color_dsprites", **hyper: Any):
