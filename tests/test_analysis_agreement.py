@@ -87,3 +87,22 @@ def test_analyze_writes_the_agreement_tables_and_figures_only_where_they_apply(
     assert not ({AGREEMENT_FILE, SPREAD_FILE} | figures) & files
     assert not (tmp_path / AGREEMENT_FILE).exists()
     assert not (tmp_path / "metric_agreement.png").exists()
+
+
+def test_one_supervision_type_is_not_drawn_again_beside_all() -> None:
+    from raystudy.analysis.figures_models import agreement_heatmaps
+    from raystudy.analysis.groups import trial_groups, with_supervision
+
+    frame = with_supervision(finished(planted_results(60, seed=3)))
+
+    def titles(frame: pd.DataFrame) -> list[str]:
+        table = metric_agreement(frame, trial_groups(frame), n_boot=20, min_trials=5)
+        fig = agreement_heatmaps(table)
+        assert fig is not None
+        return [ax.get_title() for ax in fig.axes if ax.get_visible() and ax.get_title()]
+
+    kinds = frame["supervision"].unique()
+    assert len(kinds) >= 2, kinds  # the planted study mixes objectives
+    assert titles(frame)[0] == "all (n=60)" and len(titles(frame)) == 1 + len(kinds)
+    only = frame[frame["supervision"] == kinds[0]]
+    assert titles(only) == [f"all: supervision={kinds[0]} (n={len(only)})"]

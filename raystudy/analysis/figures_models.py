@@ -74,7 +74,14 @@ def _group_heatmaps(
 ) -> Figure:
     """One heatmap panel of `table` for `all` and each supervision type, two to a row (which
     keeps the cell text legible when the report scales the image down), one colour bar."""
-    groups = [g for g in pd.unique(table["group"]) if g == "all" or g.startswith(SUPERVISION)]
+    kinds = [g for g in pd.unique(table["group"]) if g.startswith(SUPERVISION)]
+    counts = {g: table.loc[table["group"] == g, "n"].max() for g in ["all", *kinds]}
+    titles = {g: f"{g} (n={n})" for g, n in counts.items()}
+    if len(kinds) == 1 and counts[kinds[0]] == counts["all"]:
+        # One supervision type holds every trial: its panel would repeat `all`'s.
+        titles["all"] = f"all: {kinds[0]} (n={counts['all']})"
+        kinds = []
+    groups = ["all", *kinds] if "all" in set(table["group"]) else kinds
     width, height = size
     cols = min(2, len(groups))
     rows = -(-len(groups) // cols)
@@ -82,8 +89,7 @@ def _group_heatmaps(
     axes = fig.subplots(rows, cols, squeeze=False).ravel()
     image = None
     for ax, group in zip(axes, groups, strict=False):
-        n = table.loc[table["group"] == group, "n"].max()
-        image = heatmap(ax, table, group, f"{group} (n={n})", transpose=transpose)
+        image = heatmap(ax, table, group, titles[group], transpose=transpose)
         ax.tick_params(axis="x", labelrotation=45)
     for ax in axes[len(groups) :]:
         ax.set_visible(False)
