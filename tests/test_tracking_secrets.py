@@ -71,6 +71,23 @@ def test_an_unset_variable_is_named_with_the_host_before_anything_connects(
     assert f"{VAR}, which is not set on {socket.gethostname()}" in str(caught.value)
 
 
+def test_run_refuses_an_unset_variable_before_anything_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ray
+
+    monkeypatch.delenv(VAR, raising=False)
+    fresh_ray()
+    written = f"tracking.uri=postgresql://me:${{{VAR}}}@127.0.0.1:1/db"
+    out = tmp_path / "out"
+    ran = CliRunner().invoke(app, ["run", str(SMOKE), "-o", str(out), "--set", written])
+    assert ran.exit_code == 2, ran.output
+    said = " ".join(ran.output.split())
+    assert f"names the environment variable {VAR}, which is not set on" in said, said
+    assert "allowed:" not in said  # no other URI is the fix
+    assert not out.exists() and not ray.is_initialized()
+
+
 def test_a_study_on_a_password_protected_database_writes_the_password_nowhere(
     postgres, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -35,7 +35,7 @@ from raystudy.study.folder import (
 )
 from raystudy.study.records import run_records
 from raystudy.tags import STOPPED_TAG, VERSION_TAG
-from raystudy.tracking.retry import TrackingRejected, TrackingUnreachable
+from raystudy.tracking.retry import TrackingRejected, TrackingUnreachable, TrackingVariableUnset
 from raystudy.tracking.sync import sync_run
 from raystudy.tracking.writer import StudyTracker, default_uri
 from raystudy.tune.adapter import (
@@ -175,6 +175,8 @@ def _fit(
 def _tracking_error(exc: TrackingUnreachable | TrackingRejected) -> StudyError:
     if isinstance(exc, TrackingUnreachable):
         return StudyError(f"{exc}: start the server (or fix tracking.uri) and run again")
+    if isinstance(exc, TrackingVariableUnset):
+        return StudyError(str(exc))
     return StudyError(f"{exc}; allowed: {ALLOWED_TRACKING_URIS}")
 
 

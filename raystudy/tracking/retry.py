@@ -31,6 +31,11 @@ class TrackingRejected(RuntimeError):
     The message names the URI and MLflow's reason, without a traceback."""
 
 
+class TrackingVariableUnset(TrackingRejected):
+    """A `${VAR}` of the tracking URI that this process's environment lacks: the message says
+    which and on which host; no other URI would be the fix."""
+
+
 def shown(uri: str) -> str:
     """`uri` for messages: a database URL's password replaced by ***."""
     if "@" not in uri or uri.startswith(("http://", "https://")):
@@ -69,7 +74,7 @@ def refusing(uri: str) -> Iterator[None]:
     except TrackingUnreachable:
         raise
     except UnsetVariableError as exc:  # says which variable, where: nothing MLflow said
-        raise TrackingRejected(str(exc)) from None
+        raise TrackingVariableUnset(str(exc)) from None
     # requests' InvalidURL is a ValueError; OSError covers a local artifact folder that cannot
     # be made; ImportError a database URL whose driver is not installed (psycopg2, pymysql).
     except (MlflowException, SQLAlchemyError, ValueError, OSError, ImportError) as exc:
@@ -195,7 +200,7 @@ def check_reachable(uri: str, timeout_s: float = 10.0) -> None:
     try:
         expand(uri)
     except UnsetVariableError as exc:
-        raise TrackingRejected(str(exc)) from None
+        raise TrackingVariableUnset(str(exc)) from None
     if uri.startswith("postgresql"):
         _check_database(uri, timeout_s)
         return
