@@ -110,7 +110,7 @@ def _describe(hint: Any) -> str:
     union = typing.get_origin(hint) in (typing.Union, types.UnionType)
     args = list(typing.get_args(hint)) if union else [hint]
     parts = []
-    if str in args and any(typing.get_origin(a) is os.PathLike for a in args):
+    if str in args and _is_path_hint(hint):
         args = [a for a in args if a is not str and typing.get_origin(a) is not os.PathLike]
         parts.append("a path (string)")
     for arg in args:

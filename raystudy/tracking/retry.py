@@ -18,7 +18,7 @@ from typing import Any
 
 from mlflow.exceptions import MlflowException
 
-from raystudy.spec.url_secrets import UnsetVariableError, expand
+from raystudy.spec.url_secrets import UnsetVariableError, expand, hidden
 
 
 class TrackingUnreachable(RuntimeError):
@@ -37,16 +37,8 @@ class TrackingVariableUnset(TrackingRejected):
 
 
 def shown(uri: str) -> str:
-    """`uri` for messages: a database URL's password replaced by ***."""
-    if "@" not in uri or uri.startswith(("http://", "https://")):
-        return uri
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
-
-    try:
-        return make_url(uri).render_as_string(hide_password=True)
-    except ArgumentError:
-        return uri
+    """`uri` for messages: a written-out password (database or server URL) replaced by ***."""
+    return hidden(uri)
 
 
 def rejected_message(uri: str, exc: BaseException) -> str:
