@@ -1,13 +1,14 @@
-"""An index on the trial-id tag, so that each trial finds its run in constant time.
+"""An index on the trial-id tag, so that each trial finds its run without reading every run.
 
 Every trial, as it starts, looks for a run of its Ray trial id (a retried or resumed trial goes
 on in its own run: `TrialRun.open`). MLflow's tables index tags by (key, run), not by value,
 so that search reads every run's trial-id tag: 4 ms in an empty sqlite store, 12 ms at 3,000
 runs, 29 ms at 9,000 (this 2-core machine, 2026-11-28), which made a study's trials cost
 quadratic in its size. A partial index on the tag's value (only the trial-id rows) makes it
-8 ms at 9,000. raystudy adds it to database stores it writes to directly (sqlite, PostgreSQL):
-MLflow never reads or drops an index it does not know, and the statement is idempotent. A
-tracking server's database is the server's: `TRIAL_ID_INDEX_SQL` is what its owner can run.
+8 ms at 9,000. raystudy adds it to database stores it writes to directly (sqlite,
+PostgreSQL): the index is raystudy's own (MLflow's queries need no change to use it), and the
+statement is idempotent. A tracking server's database is the server's: `TRIAL_ID_INDEX_SQL`
+is what its owner can run.
 """
 
 from __future__ import annotations
