@@ -23,15 +23,40 @@ from raystudy.analysis.cells import CELL, SEPARATOR
 from raystudy.analysis.columns import (
     HELDOUT_NLL,
     NOISE_X,
+    PARAM,
     metric,
     noise_indicator,
     predictor_columns,
     short,
     transfer_columns,
 )
+from raystudy.analysis.design import design_factors, dummies
+from raystudy.analysis.inference import (
+    Estimate,
+    benjamini_hochberg,
+    partial_spearman,
+    rho_test,
+)
 from raystudy.keys import HELDOUT_SUFFIX
 
-COLUMNS = ["x", "y", "group", "n", "rho", "ci_low", "ci_high"]
+COLUMNS = [
+    "x",
+    "y",
+    "group",
+    "n",
+    "rho",
+    "ci_low",
+    "ci_high",
+    "p_value",
+    "q_bh",
+    "within_rho",
+    "within_ci_low",
+    "within_ci_high",
+    "within_p",
+    "within_q_bh",
+    "held_fixed",
+]
+_FLOATS = [c for c in COLUMNS if c not in ("x", "y", "group", "n", "held_fixed")]
 #: Bootstrap replicates resampled at once; bounds memory at ~ chunk x trials x columns floats.
 _MAX_CHUNK_FLOATS = 4_000_000
 
@@ -133,7 +158,9 @@ def correlation_table(
     min_trials: int = 5,
     level: float = 0.95,
 ) -> pd.DataFrame:
-    """One row per (x, y, group): n trials with both values, rho and its bootstrap interval.
+    """One row per (x, y, group): n trials with both values, rho and its bootstrap interval,
+    its p-value and the table's Benjamini-Hochberg q-value, and the same rho with the design
+    factors that vary among those trials held fixed (`raystudy.analysis.design`).
 
     Each pair uses the trials where both scores exist; pairs with the same such trials share
     their resamples. The resamples of a group depend only on `seed`, the group name and its
@@ -145,7 +172,9 @@ def correlation_table(
         x = sub[list(x_columns)].to_numpy(dtype=np.float64, na_value=np.nan)
         y = sub[list(y_columns)].to_numpy(dtype=np.float64, na_value=np.nan)
         results = _group_cells(x, y, group, n_boot, seed, min_trials, level)
+        within = _within_cells(sub, x, y, x_columns, results)
         for (j, k), (n, rho, low, high) in sorted(results.items()):
+            held, estimate = within.get((j, k), ("", Estimate.missing(n)))
             rows.append(
                 {
                     "x": short(x_columns[j]),
@@ -155,10 +184,25 @@ def correlation_table(
                     "rho": rho,
                     "ci_low": low,
                     "ci_high": high,
+                    "p_value": rho_test(rho, n).p_value if n >= min_trials else np.nan,
+                    "within_rho": estimate.value,
+                    "within_ci_low": estimate.ci_low,
+                    "within_ci_high": estimate.ci_high,
+                    "within_p": estimate.p_value,
+                    "held_fixed": held,
                 }
             )
     table = pd.DataFrame(rows, columns=COLUMNS)
-    return table.astype({"n": "int64", "rho": "float64", "ci_low": "float64", "ci_high": "float64"})
+    return with_q_values(table.astype({"n": "int64", **dict.fromkeys(_FLOATS, "float64")}))
+
+
+def with_q_values(table: pd.DataFrame) -> pd.DataFrame:
+    """`q_bh` and `within_q_bh`: Benjamini-Hochberg q-values over every row of `table` (one
+    family: a table of many pairs tested at once)."""
+    return table.assign(
+        q_bh=benjamini_hochberg(table["p_value"].to_numpy(dtype=np.float64)),
+        within_q_bh=benjamini_hochberg(table["within_p"].to_numpy(dtype=np.float64)),
+    )
 
 
 def _group_cells(
@@ -197,6 +241,34 @@ def _group_cells(
         for j, k in pairs:
             a, b = xs.index(j), ys.index(k)
             out[(j, k)] = (n, float(rho[a, b]), float(low[a, b]), float(high[a, b]))
+    return out
+
+
+def _within_cells(
+    sub: pd.DataFrame,
+    x: NDArray[np.float64],
+    y: NDArray[np.float64],
+    x_columns: Sequence[str],
+    results: dict[tuple[int, int], tuple[int, float, float, float]],
+) -> dict[tuple[int, int], tuple[str, Estimate]]:
+    """(x index, y index) -> (factors held fixed, partial rho) for each answered cell; the
+    design dummies are built once per set of trials and x's own parameter is never held."""
+    present_x, present_y = np.isfinite(x), np.isfinite(y)
+    designs: dict[tuple[bytes, str], tuple[NDArray[np.float64], tuple[str, ...]]] = {}
+    out: dict[tuple[int, int], tuple[str, Estimate]] = {}
+    for (j, k), (_, rho, _, _) in results.items():
+        if not np.isfinite(rho):
+            continue
+        rows = present_x[:, j] & present_y[:, k]
+        own = PARAM + short(x_columns[j])
+        key = (np.packbits(rows).tobytes() + bytes([rows.size % 8]), own)
+        if key not in designs:
+            trials = sub[rows]
+            factors = [f for f in design_factors(trials) if f != own]
+            designs[key] = dummies(trials, factors)
+        covariates, held = designs[key]
+        estimate = partial_spearman(x[rows, j], y[rows, k], covariates)
+        out[(j, k)] = (", ".join(held), estimate)
     return out
 
 
@@ -245,7 +317,7 @@ def transfer_correlations(
         return table
     unheld = [c for c in x if not c.endswith(HELDOUT_SUFFIX)]
     reconstruction = correlation_table(scores, unheld, list(nll.columns), groups, **options)
-    return pd.concat([table, reconstruction], ignore_index=True)
+    return with_q_values(pd.concat([table, reconstruction], ignore_index=True))
 
 
 def pivot(table: pd.DataFrame, group: str = "all", value: str = "rho") -> pd.DataFrame:

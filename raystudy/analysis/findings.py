@@ -9,17 +9,29 @@ models without labels (Sec. 3, Fig. 3 right). Each question is answered here fro
 `unsupervised_vs_disentanglement.csv` (not recomputed), and the one difference of means (weak
 minus unsupervised disentanglement) gets a bootstrap of its own, resampling within each group.
 
-A verdict is "yes" or "no" only when the 95% interval excludes 0, read in the direction the
-question asks ("no" is then an effect the other way); otherwise, or with no interval,
-"inconclusive". A question the study cannot speak to (no weakly supervised trials, input
-noise never varied, no OOD2-B scenario) has no row, rather than a blank one.
+Every Finding is also computed with the study's design held fixed (the grid axes that vary
+among its trials, `raystudy.analysis.design`), its p-values are adjusted over the family
+(Holm), and its verdict (`finding_rows.VERDICTS`) is read from the adjusted numbers:
+
+- "yes" / "no": the adjusted p-value of the statistic with the design held fixed is below
+  0.05, in the direction the question asks / the other way (where nothing varies to hold
+  fixed, the pooled statistic is that statistic);
+- "confounded": the pooled statistic is significant after adjustment but the one with the
+  design held fixed is not (or cannot be computed): a design factor, named in `carried_by`,
+  moves both scores, and the study cannot separate the effect from it;
+- "inconclusive": neither; the row then says what effect this n could have detected and how
+  many more seeds the observed one would need (`raystudy.analysis.inference.power`, at the
+  Bonferroni level 0.05 / m, the strictest step of Holm's procedure).
+
+A question the study cannot speak to (no weakly supervised trials, input noise never varied,
+no OOD2-B scenario) has no row, rather than a blank one.
 """
 
 from __future__ import annotations
 
 import math
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 import pandas as pd
@@ -29,30 +41,41 @@ from raystudy.analysis.cells import SEPARATOR
 from raystudy.analysis.columns import (
     GBT_D,
     NOISE_X,
+    OBJECTIVE,
+    PARAM,
     PROXY_DIRECTION,
     disentanglement_columns,
     metric,
+    noise_indicator,
     parse_transfer,
     short,
 )
+from raystudy.analysis.design import Adjusted, adjusted_difference, adjusted_spearman
+from raystudy.analysis.finding_rows import (
+    COLUMNS,
+    CONFOUNDED,
+    CORRELATIONS,
+    FLOATS,
+    INCONCLUSIVE,
+    NO,
+    YES,
+    finding_row,
+)
 from raystudy.analysis.groups import SUPERVISION
+from raystudy.analysis.inference import (
+    ALPHA,
+    POWER,
+    Estimate,
+    difference_test,
+    holm,
+    power,
+    rho_test,
+)
 
-COLUMNS = [
-    "question",
-    "text",
-    "statistic",
-    "x",
-    "y",
-    "group",
-    "value",
-    "ci_low",
-    "ci_high",
-    "n",
-    "n_text",
-    "yes_if",
-    "verdict",
-    "paper",
-]
+DITTADI = "dittadi2021"
+#: The order a study's Findings are shown in when its name names none of the papers.
+PAPER_ORDER = (DITTADI, "montero2021", "montero2022", "schott2022", "locatello2019")
+SEED = PARAM + "seed"
 
 WEAK_RAISES_DIS = "weak_supervision_raises_disentanglement"
 DIS_OOD1 = "disentanglement_lowers_ood1_error"
@@ -107,27 +130,108 @@ def findings_table(
     n_boot: int = 1000,
     seed: int = 0,
     min_trials: int = 5,
+    extra_rows: Iterable[dict[str, object]] = (),
 ) -> pd.DataFrame:
-    """One row per question the study can answer (the table of `findings.csv`).
+    """One row per question the study can answer (the table of `findings.csv`), adjusted as
+    one family and with its verdicts.
 
     `frame`: the finished trials with a `supervision` column (as `compute` analyses them);
     `correlations` and `proxy_correlations`: `transfer_correlations` and the ELBO /
-    reconstruction vs disentanglement table of the same trials.
+    reconstruction vs disentanglement table of the same trials; `extra_rows`: other papers'
+    questions (`finding_rows.finding_row`), adjusted in the same family.
     """
+    scores = _with_noise(frame)
     dis = disentanglement_metric(frame)
     if dis is None:  # every question is about a disentanglement score but the noise one
-        rows = list(_noise_rows(correlations))
+        rows = list(_noise_rows(correlations, scores))
     else:
         # A stand-in for DCI-D is named in each question; DCI-D itself is named by the number.
         note = "" if dis == metric(GBT_D) else f" ({short(dis)}: no {GBT_D} logged)"
         rows = [
             *_weak_rows(frame, dis, note, n_boot=n_boot, seed=seed, min_trials=min_trials),
-            *_transfer_rows(correlations, short(dis), note),
-            *_noise_rows(correlations),
-            *_proxy_rows(proxy_correlations, short(dis), note),
+            *_transfer_rows(correlations, scores, short(dis), note),
+            *_noise_rows(correlations, scores),
+            *_proxy_rows(proxy_correlations, scores, short(dis), note),
         ]
-    table = pd.DataFrame(rows, columns=COLUMNS)
-    return table.astype({"n": "int64", **{c: "float64" for c in ("value", "ci_low", "ci_high")}})
+    return adjusted_family([*rows, *extra_rows])
+
+
+def adjusted_family(rows: list[dict[str, object]]) -> pd.DataFrame:
+    """The rows as a table: Holm-adjusted p-values over the family, verdicts, and the power
+    of every row that is not a yes or a no."""
+    table = pd.DataFrame(rows, columns=[*COLUMNS, "_se", "_k", "_n_within"])
+    table["p_holm"] = holm(table["p_value"].to_numpy(dtype=np.float64))
+    table["within_p_holm"] = holm(table["within_p"].to_numpy(dtype=np.float64))
+    table["verdict"] = [verdict(row) for _, row in table.iterrows()]
+    # What carries a pooled statistic is named only where it decides the verdict.
+    table["carried_by"] = table["carried_by"].where(table["verdict"] == CONFOUNDED, "")
+    tests = int(np.isfinite(table["within_p"].to_numpy(dtype=np.float64)).sum())
+    for i, row in table.iterrows():
+        if row["verdict"] in (YES, NO):
+            continue
+        detectable, more = _power(row, tests)
+        table.loc[i, ["detectable", "more_seeds"]] = [detectable, more]
+    table = table[COLUMNS]
+    return table.astype({"n": "int64", "n_seeds": "int64", **dict.fromkeys(FLOATS, "float64")})
+
+
+def verdict(row: pd.Series) -> str:
+    """`yes` / `no` when the statistic with the design held fixed is significant after Holm's
+    adjustment (in the asked direction / the other); `confounded` when only the pooled one
+    is; else `inconclusive`."""
+    within_p = float(row["within_p_holm"])
+    if math.isfinite(within_p) and within_p < ALPHA:
+        positive = float(row["within_value"]) > 0.0
+        return YES if positive == (row["yes_if"] == "> 0") else NO
+    pooled_p = float(row["p_holm"])
+    if row["held_fixed"] and math.isfinite(pooled_p) and pooled_p < ALPHA:
+        return CONFOUNDED
+    return INCONCLUSIVE
+
+
+def _power(row: pd.Series, tests: int) -> tuple[float, float]:
+    """(smallest detectable effect, seeds to add for the observed one) of the decisive test,
+    at the Bonferroni level ALPHA / tests."""
+    estimate = Estimate(
+        float(row["within_value"]),
+        math.nan,
+        math.nan,
+        float(row["within_p"]),
+        float(row["_se"]),
+        int(row["_n_within"]),
+        int(row["_k"]),
+    )
+    got = power(estimate, correlation=row["statistic"] in CORRELATIONS, alpha=ALPHA / max(tests, 1))
+    if not math.isfinite(got.trials_needed):
+        return got.detectable, math.nan
+    n, seeds = int(row["n"]), int(row["n_seeds"]) or int(row["n"])
+    # Every seed added repeats the design once: n / seeds trials.
+    more = max(0.0, got.trials_needed - estimate.n) / (n / seeds)
+    return got.detectable, float(math.ceil(more))
+
+
+def order_findings(table: pd.DataFrame, study: str) -> pd.DataFrame:
+    """The study's own paper's Findings first (a study named after a paper, `montero2021`,
+    `schott2022_small`), then the others in `PAPER_ORDER`."""
+    own = next((p for p in PAPER_ORDER if study.lower().startswith(p)), None)
+    order = [own, *(p for p in PAPER_ORDER if p != own)] if own else list(PAPER_ORDER)
+    rank = {p: i for i, p in enumerate(order)}
+    keys = table["paper_id"].map(lambda p: rank.get(p, len(rank)))
+    return table.iloc[np.argsort(keys.to_numpy(), kind="stable")].reset_index(drop=True)
+
+
+def _with_noise(frame: pd.DataFrame) -> pd.DataFrame:
+    """`frame` with input noise as 0/1 under the name correlations.csv gives it."""
+    noise = noise_indicator(frame)
+    return frame if noise is None else frame.assign(**{NOISE_X: noise})
+
+
+def _column(scores: pd.DataFrame, name: str) -> str:
+    return metric(name) if metric(name) in scores.columns else name
+
+
+def _seeds(frame: pd.DataFrame) -> int:
+    return int(frame[SEED].nunique()) if SEED in frame.columns else 0
 
 
 def disentanglement_metric(frame: pd.DataFrame) -> str | None:
@@ -139,14 +243,6 @@ def disentanglement_metric(frame: pd.DataFrame) -> str | None:
 
 def _values(frame: pd.DataFrame, column: str) -> NDArray[np.float64]:
     return frame[column].to_numpy(dtype=np.float64, na_value=np.nan)
-
-
-def verdict(low: float, high: float, yes_if: str) -> str:
-    """'yes' when the interval lies on the side `yes_if` ('> 0' or '< 0') names, 'no' when
-    on the other, 'inconclusive' when it holds 0 or is missing."""
-    if not (math.isfinite(low) and math.isfinite(high)) or low <= 0.0 <= high:
-        return "inconclusive"
-    return "yes" if (low > 0.0) == (yes_if == "> 0") else "no"
 
 
 def bootstrap_difference(
@@ -174,47 +270,43 @@ def bootstrap_difference(
     return diff, float(low), float(high)
 
 
-def _row(question: str, text: str, statistic: str, yes_if: str, **values: object) -> dict:
-    low, high = float(values["ci_low"]), float(values["ci_high"])  # type: ignore[arg-type]
-    return {
-        "question": question,
-        "text": text,
-        "statistic": statistic,
-        "yes_if": yes_if,
-        "verdict": verdict(low, high, yes_if),
-        **values,
-    }
-
-
 def _weak_rows(
     frame: pd.DataFrame, dis: str, note: str, *, n_boot: int, seed: int, min_trials: int
 ) -> Iterator[dict]:
-    """Weak minus unsupervised mean disentanglement, when both groups have min_trials."""
+    """Weak minus unsupervised mean disentanglement, when both groups have min_trials: the
+    bootstrap interval and Welch's test pooled, and the same difference with every other
+    design factor held fixed (OLS)."""
     if SUPERVISION not in frame.columns:
         return
     # A score logged as +-inf is left out like a missing one, as in every other table.
     scores = _values(frame, dis)
     kinds = frame[SUPERVISION].to_numpy()
-    weak = scores[(kinds == "weak") & np.isfinite(scores)]
-    unsupervised = scores[(kinds == "unsupervised") & np.isfinite(scores)]
+    usable = np.isin(kinds, ["weak", "unsupervised"]) & np.isfinite(scores)
+    weak = scores[(kinds == "weak") & usable]
+    unsupervised = scores[(kinds == "unsupervised") & usable]
     if min(weak.size, unsupervised.size) < max(min_trials, 1):
         return
     rng = np.random.default_rng([seed, zlib.crc32(WEAK_RAISES_DIS.encode())])
     value, low, high = bootstrap_difference(weak, unsupervised, n_boot=n_boot, rng=rng)
-    yield _row(
+    welch = difference_test(scores[usable], kinds[usable] == "weak", np.empty((usable.sum(), 0)))
+    rows = frame[usable]
+    within = adjusted_difference(
+        rows, dis, (kinds[usable] == "weak"), exclude=(SUPERVISION, OBJECTIVE)
+    )
+    yield finding_row(
+        DITTADI,
         WEAK_RAISES_DIS,
         f"Does weak supervision raise disentanglement{note}?",
         "difference",
         "> 0",
+        PAPER_WEAK,
         x=f"{SUPERVISION}=weak - {SUPERVISION}=unsupervised",
         y=short(dis),
         group=f"{SUPERVISION}=weak, {SUPERVISION}=unsupervised",
-        value=value,
-        ci_low=low,
-        ci_high=high,
-        n=weak.size + unsupervised.size,
+        pooled=Estimate(value, low, high, welch.p_value, welch.se, int(usable.sum())),
         n_text=f"{weak.size} + {unsupervised.size}",
-        paper=PAPER_WEAK,
+        within=within,
+        n_seeds=_seeds(rows),
     )
 
 
@@ -225,21 +317,50 @@ def _answered(table: pd.DataFrame, group: str) -> pd.DataFrame:
     return table[(table["group"] == group) & np.isfinite(table["rho"].astype("float64"))]
 
 
-def _rho_row(question: str, text: str, yes_if: str, cell: pd.Series, paper: str) -> dict:
-    return _row(
+def _group_rows(scores: pd.DataFrame, group: str) -> pd.DataFrame:
+    """The trials of a correlations.csv group: `all`, or `<column>=<value>`."""
+    if group == "all":
+        return scores
+    column, _, value = group.partition("=")
+    column = column if column in scores.columns else PARAM + column
+    return scores[scores[column].astype(str) == value]
+
+
+def _rho_row(
+    question: str, text: str, yes_if: str, cell: pd.Series, paper: str, scores: pd.DataFrame
+) -> dict:
+    """A Finding read from a correlations.csv row: its rho, interval, p-value and its rho
+    with the design held fixed are that row's; what carries the pooled rho is found here."""
+    x, y = _column(scores, cell["x"]), _column(scores, cell["y"])
+    rows = _group_rows(scores, cell["group"])
+    found = adjusted_spearman(rows, x, y, exclude=(PARAM + cell["x"],))
+    n = int(cell["n"])
+    rho = float(cell["rho"])
+    pooled = Estimate(rho, cell["ci_low"], cell["ci_high"], cell["p_value"], rho_test(rho, n).se, n)
+    held = str(cell["held_fixed"]) if isinstance(cell["held_fixed"], str) else ""
+    inner = Estimate(
+        cell["within_rho"],
+        cell["within_ci_low"],
+        cell["within_ci_high"],
+        cell["within_p"],
+        found.estimate.se,
+        n,
+        found.estimate.k,
+    )
+    both = rows[np.isfinite(_values(rows, x)) & np.isfinite(_values(rows, y))]
+    return finding_row(
+        DITTADI,
         question,
         text,
         "rho",
         yes_if,
+        paper,
         x=cell["x"],
         y=cell["y"],
         group=cell["group"],
-        value=cell["rho"],
-        ci_low=cell["ci_low"],
-        ci_high=cell["ci_high"],
-        n=int(cell["n"]),
-        n_text=str(int(cell["n"])),
-        paper=paper,
+        pooled=pooled,
+        within=Adjusted(inner, tuple(h for h in held.split(", ") if h), found.carried_by),
+        n_seeds=_seeds(both),
     )
 
 
@@ -259,7 +380,9 @@ def _mae_cells(correlations: pd.DataFrame, x: str) -> Iterator[tuple[str, str, s
         yield scenario, where, target.probe, cell
 
 
-def _transfer_rows(correlations: pd.DataFrame, dis: str, note: str) -> Iterator[dict]:
+def _transfer_rows(
+    correlations: pd.DataFrame, scores: pd.DataFrame, dis: str, note: str
+) -> Iterator[dict]:
     """rho(disentanglement, transfer MAE) per OOD1 and OOD2 scenario and probe."""
     for scenario, where, probe, cell in _mae_cells(correlations, dis):
         if scenario.startswith("ood1"):
@@ -273,10 +396,10 @@ def _transfer_rows(correlations: pd.DataFrame, dis: str, note: str) -> Iterator[
             f"Does disentanglement{note} go with lower {kind} transfer error"
             f" ({where}, {probe} probe)?"
         )
-        yield _rho_row(question, text, "< 0", cell, paper)
+        yield _rho_row(question, text, "< 0", cell, paper, scores)
 
 
-def _noise_rows(correlations: pd.DataFrame) -> Iterator[dict]:
+def _noise_rows(correlations: pd.DataFrame, scores: pd.DataFrame) -> Iterator[dict]:
     """rho(input noise as 0/1, transfer MAE) per OOD2 scenario and probe: Fig. 6's top row.
 
     The rank correlation, not a difference of mean errors, because it is what the paper
@@ -284,10 +407,10 @@ def _noise_rows(correlations: pd.DataFrame) -> Iterator[dict]:
     for scenario, where, probe, cell in _mae_cells(correlations, NOISE_X):
         if scenario.startswith("ood2"):
             text = f"Does input noise lower the transfer error ({where}, {probe} probe)?"
-            yield _rho_row(NOISE_OOD2, text, "< 0", cell, PAPER_NOISE)
+            yield _rho_row(NOISE_OOD2, text, "< 0", cell, PAPER_NOISE, scores)
 
 
-def _proxy_rows(proxy: pd.DataFrame, dis: str, note: str) -> Iterator[dict]:
+def _proxy_rows(proxy: pd.DataFrame, scores: pd.DataFrame, dis: str, note: str) -> Iterator[dict]:
     """rho(ELBO or reconstruction, disentanglement) within weak and unsupervised trials."""
     for kind in ("weak", "unsupervised"):
         sub = _answered(proxy, f"{SUPERVISION}={kind}")
@@ -299,20 +422,48 @@ def _proxy_rows(proxy: pd.DataFrame, dis: str, note: str) -> Iterator[dict]:
             text = f"Can a {better} pick disentangled models{note} ({kind} trials)?"
             paper = PAPER_PROXY.get((proxy_name, kind), PAPER_PROXY_UNSUPERVISED)
             yes_if = "> 0" if direction == "max" else "< 0"
-            yield _rho_row(PROXY_DIS, text, yes_if, rows.iloc[0], paper)
+            yield _rho_row(PROXY_DIS, text, yes_if, rows.iloc[0], paper, scores)
+
+
+def _p(value: float) -> str:
+    return f"{value:.2g}" if math.isfinite(value) else "n/a"
+
+
+def _interval(low: float, high: float) -> str:
+    return f"[{low:+.2f}, {high:+.2f}]" if np.isfinite(low) and np.isfinite(high) else "[no CI]"
 
 
 def finding_parts(row: pd.Series) -> tuple[str, str, str]:
-    """A finding's question, its verdict ('Yes', 'No', 'Inconclusive'), and the rest of its
-    line: the number with its interval and n, and what the paper reported."""
-    low, high = row["ci_low"], row["ci_high"]
-    ci = f"[{low:+.2f}, {high:+.2f}]" if np.isfinite(low) and np.isfinite(high) else "[no CI]"
-    if row["statistic"] == "difference":
+    """A finding's question, its verdict ('Yes', 'No', 'Inconclusive', 'Confounded'), and the
+    rest of its line: the pooled number with its interval, p-values (raw and Holm) and n; the
+    same with the design held fixed; what carries a confounded one; the power of an
+    inconclusive one; and what the paper reported."""
+    if row["statistic"] == "difference" and str(row["x"]).startswith(SUPERVISION):
         measure = f"mean {row['y']}, {row['x'].replace(SUPERVISION + '=', '')}"
-    else:
+    elif row["statistic"] == "rho":
         measure = f"rho({row['x']}, {row['y']})"
-    rest = f"{measure} = {row['value']:+.2f} {ci}, n = {row['n_text']}. Paper: {row['paper']}."
-    return str(row["text"]), str(row["verdict"]).capitalize(), rest
+    else:
+        measure = f"{row['statistic']} of {row['y']} ({row['x']})"
+    rest = (
+        f"{measure} = {row['value']:+.2f} {_interval(row['ci_low'], row['ci_high'])}, "
+        f"p = {_p(row['p_value'])} (Holm {_p(row['p_holm'])}), n = {row['n_text']}"
+    )
+    held = row["held_fixed"] if isinstance(row["held_fixed"], str) else ""
+    if held:
+        rest += (
+            f"; with {held} held fixed: {row['within_value']:+.2f} "
+            f"{_interval(row['within_ci_low'], row['within_ci_high'])}, "
+            f"p = {_p(row['within_p'])} (Holm {_p(row['within_p_holm'])})"
+        )
+    carried = row["carried_by"] if isinstance(row["carried_by"], str) else ""
+    if row["verdict"] == CONFOUNDED:
+        rest += f", carried by {carried}" if carried else ", which the design cannot separate"
+    if row["verdict"] in (INCONCLUSIVE, CONFOUNDED) and np.isfinite(row["detectable"]):
+        size = "|rho|" if row["statistic"] in CORRELATIONS else "an effect"
+        rest += f"; this n detects {size} >= {row['detectable']:.2f} ({POWER:.0%} power)"
+        if np.isfinite(row["more_seeds"]):
+            rest += f", the observed one needs ~{row['more_seeds']:.0f} more seeds"
+    return str(row["text"]), str(row["verdict"]).capitalize(), f"{rest}. Paper: {row['paper']}."
 
 
 def finding_line(row: pd.Series) -> str:

@@ -8,7 +8,7 @@ reading from MLflow and the logging back to the study's parent run.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -22,7 +22,7 @@ from raystudy.analysis.correlations import correlation_table, transfer_correlati
 from raystudy.analysis.decoder_test import decoder_test_table
 from raystudy.analysis.errors import AnalysisError
 from raystudy.analysis.figures import StudyFigure, study_figures
-from raystudy.analysis.findings import findings_table
+from raystudy.analysis.findings import findings_table, order_findings
 from raystudy.analysis.groups import trial_groups, with_supervision
 from raystudy.analysis.r2_table import r2_modularity, r2_table
 from raystudy.analysis.report import ReportFigure, ReportInputs, render_report
@@ -297,6 +297,8 @@ def analyze_study(
     if frame.empty:
         raise AnalysisError(f"study {info.name!r} has no trial runs yet in its {where}")
     analysis = compute(frame, settings, progress)
+    # A paper's own study opens with that paper's questions.
+    analysis = replace(analysis, findings=order_findings(analysis.findings, info.name))
     spec = study_dir / "spec.yaml"
     folder = study_dir / ANALYSIS_DIR
     say(f"writing tables, figures and the report to {folder}")

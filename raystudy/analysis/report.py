@@ -211,23 +211,44 @@ def r2_html(r2: pd.DataFrame, modularity: pd.DataFrame) -> str:
     return "".join(parts)
 
 
+#: How each paper's Findings are headed in the report.
+PAPER_NAMES = {
+    "dittadi2021": "Dittadi et al. (2021)",
+    "montero2021": "Montero et al. (2021)",
+    "montero2022": "Montero et al. (2022)",
+    "schott2022": "Schott et al. (2022)",
+    "locatello2019": "Locatello et al. (2019)",
+}
+
+
 def findings_html(findings: pd.DataFrame) -> str:
     """The Findings section: one line per answered question (`finding_line`), its verdict
-    in bold; a note when the study answers none."""
+    in bold, under its paper's name; a note when the study answers none."""
     intro = (
-        '<h2>Findings</h2><p class="note">The questions of Dittadi et al. (2021) this study\'s '
-        "trials can answer, from its own numbers (<code>findings.csv</code>): rho or a "
-        "difference with its 95% bootstrap interval and n; <i>inconclusive</i> where the "
-        "interval holds 0. MAE is an error, so disentanglement that helps transfer has "
-        "rho &lt; 0. Beside each, what the paper reported.</p>"
+        "<h2>Findings</h2><p class=\"note\">The papers' questions this study's trials can "
+        "answer, from its own numbers (<code>findings.csv</code>): the statistic over the "
+        "trials pooled, with its 95% interval, its p-value and the p-value adjusted over "
+        "all the Findings (Holm), and n; then the same with the study's design factors held "
+        "fixed (the grid axes that vary; seeds are replicates). <i>Yes</i> or <i>no</i> only "
+        "when the held-fixed statistic is significant after adjustment; <i>confounded</i> "
+        "when only the pooled one is, naming the factor that carries it; <i>inconclusive</i> "
+        "otherwise, with the effect this n could detect. MAE is an error, so "
+        "disentanglement that helps transfer has rho &lt; 0. Beside each, what the paper "
+        "reported.</p>"
     )
     if findings.empty:
         return f'{intro}<p class="note">{_e(NO_FINDINGS)}</p>'
-    items = []
-    for _, row in findings.iterrows():
-        question, answer, rest = finding_parts(row)
-        items.append(f"<li>{_e(question)} <b>{_e(answer)}</b>: {_e(rest)}</li>")
-    return f'{intro}<ul class="findings">{"".join(items)}</ul>'
+    parts = [intro]
+    papers = list(pd.unique(findings["paper_id"]))
+    for paper in papers:
+        if len(papers) > 1:
+            parts.append(f"<h3>{_e(PAPER_NAMES.get(paper, paper))}</h3>")
+        items = []
+        for _, row in findings[findings["paper_id"] == paper].iterrows():
+            question, answer, rest = finding_parts(row)
+            items.append(f"<li>{_e(question)} <b>{_e(answer)}</b>: {_e(rest)}</li>")
+        parts.append(f'<ul class="findings">{"".join(items)}</ul>')
+    return "".join(parts)
 
 
 def _groups(table: pd.DataFrame) -> list[str]:

@@ -61,7 +61,8 @@ def _findings(findings: pd.DataFrame) -> str:
     """The report's Findings section as plain lines (the same sentences)."""
     head = (
         f"Findings ({FINDINGS_FILE}): the papers' questions, answered from this study's trials "
-        "(95% bootstrap intervals; inconclusive where the interval holds 0)"
+        "(pooled, then with the design factors held fixed; p-values Holm-adjusted over the "
+        "Findings; confounded: only the pooled statistic is significant)"
     )
     body = finding_lines(findings) if not findings.empty else [NO_FINDINGS]
     return "\n".join([head, *(f"  {line}" for line in body)])

@@ -1,0 +1,184 @@
+"""Tests, multiple-comparison corrections and power for the Findings: pure functions of numbers.
+
+- Spearman's rho (plain or partial) is tested on Fisher's z = atanh(rho) with Bonett & Wright's
+  (2000, Psychometrika 65:23-28) variance for Spearman's rho, (1 + rho^2 / 2) / (n - 3 - k),
+  k the number of covariates partialled out (Fisher 1924 for the n - 3 - k; k = 0 for a plain
+  rho). Its interval is tanh(z +- z_{1-a/2} se); its two-sided p-value 2 (1 - Phi(|z| / se)).
+- A partial Spearman rho is the Pearson correlation of the residuals of the ranks of x and y
+  after least-squares regression on the covariates (the rank-based partial correlation of
+  Kim 2015, "ppcor", Commun. Stat. Appl. Methods 22:665-674; covariates here are design dummies,
+  whose ranks span the same space as themselves).
+- A difference of group means, with covariates held fixed, is the coefficient of the group
+  indicator in an ordinary least-squares fit (statsmodels OLS, t-test on n - p degrees of
+  freedom); without covariates, Welch's t-test (scipy.stats.ttest_ind, equal_var=False).
+- A family of tests is adjusted by Holm's step-down (1979) and a table of many by the
+  Benjamini-Hochberg (1995) false discovery rate, both from statsmodels' `multipletests`.
+- Power: a normal approximation on the tested scale (Fisher's z for rho): with standard error
+  se at n trials, the smallest effect detected with probability `power` at two-sided level a
+  is (z_{1-a/2} + z_power) se; the trials needed for an observed effect e are
+  n ((z_{1-a/2} + z_power) se / e)^2, since se shrinks as 1 / sqrt(n).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import stats
+from statsmodels.stats.multitest import multipletests
+
+#: The level every Finding is judged at, after adjustment.
+ALPHA = 0.05
+#: The power the detectable effect of an inconclusive Finding is quoted at.
+POWER = 0.8
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A statistic, its interval, two-sided p-value (H0: 0) and standard error on the scale
+    the test uses (Fisher's z for a correlation, the statistic's own otherwise); NaN where the
+    data cannot give it."""
+
+    value: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+    se: float
+    n: int
+    #: Covariate columns held fixed (0 for a plain statistic).
+    k: int = 0
+
+    @classmethod
+    def missing(cls, n: int = 0, k: int = 0) -> Estimate:
+        nan = math.nan
+        return cls(nan, nan, nan, nan, nan, n, k)
+
+
+def rho_test(rho: float, n: int, k: int = 0, level: float = 1 - ALPHA) -> Estimate:
+    """Fisher-z interval and p-value of a (partial) Spearman rho from n trials with k
+    covariates held fixed (Bonett & Wright 2000's variance); NaN when n - 3 - k < 1."""
+    dof = n - 3 - k
+    if dof < 1 or not math.isfinite(rho):
+        return Estimate(rho, math.nan, math.nan, math.nan, math.nan, n, k)
+    r = float(np.clip(rho, -0.999999, 0.999999))
+    se = math.sqrt((1.0 + r * r / 2.0) / dof)
+    z = math.atanh(r)
+    half = stats.norm.ppf(0.5 + level / 2.0) * se
+    p = 2.0 * stats.norm.sf(abs(z) / se)
+    return Estimate(rho, math.tanh(z - half), math.tanh(z + half), float(p), se, n, k)
+
+
+def ranks(values: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Average ranks (ties share their mean rank)."""
+    return stats.rankdata(values).astype(np.float64)
+
+
+def residuals(y: NDArray[np.float64], covariates: NDArray[np.float64]) -> NDArray[np.float64]:
+    """y minus its least-squares fit on an intercept and `covariates` (n, k)."""
+    design = np.column_stack([np.ones(y.size), covariates])
+    coef, *_ = np.linalg.lstsq(design, y, rcond=None)
+    return y - design @ coef
+
+
+def partial_spearman(
+    x: NDArray[np.float64], y: NDArray[np.float64], covariates: NDArray[np.float64]
+) -> Estimate:
+    """Spearman's rho of x and y with `covariates` (n, k, full column rank with an intercept)
+    held fixed: Pearson r of the rank residuals, tested as `rho_test` with k covariates.
+    With k = 0 it is Spearman's rho itself."""
+    n, k = x.size, covariates.shape[1]
+    rx, ry = residuals(ranks(x), covariates), residuals(ranks(y), covariates)
+    scale = math.sqrt(float(rx @ rx) * float(ry @ ry))
+    if scale <= 1e-12 * max(1, n) ** 2:  # a rank that the covariates explain entirely
+        return Estimate.missing(n, k)
+    return rho_test(float(rx @ ry) / scale, n, k)
+
+
+def difference_test(
+    values: NDArray[np.float64],
+    indicator: NDArray[np.bool_],
+    covariates: NDArray[np.float64],
+    level: float = 1 - ALPHA,
+) -> Estimate:
+    """mean(values | indicator) - mean(values | not indicator), with `covariates` held fixed
+    (the indicator's OLS coefficient) or, with none, Welch's t-test; NaN interval and p when
+    the fit has no residual degrees of freedom."""
+    n, k = values.size, covariates.shape[1]
+    a, b = values[indicator], values[~indicator]
+    if a.size < 2 or b.size < 2:
+        return Estimate.missing(n, k)
+    if k == 0:
+        welch = stats.ttest_ind(a, b, equal_var=False)
+        ci = welch.confidence_interval(level)
+        value = float(a.mean() - b.mean())
+        t = float(welch.statistic)
+        se = abs(value / t) if t else math.inf
+        return Estimate(value, float(ci.low), float(ci.high), float(welch.pvalue), se, n, 0)
+    import statsmodels.api as sm  # heavy import, only here
+
+    design = np.column_stack([np.ones(n), indicator.astype(np.float64), covariates])
+    if n - design.shape[1] < 1:
+        return Estimate.missing(n, k)
+    fit = sm.OLS(values, design).fit()
+    low, high = fit.conf_int(1 - level)[1]
+    return Estimate(
+        float(fit.params[1]),
+        float(low),
+        float(high),
+        float(fit.pvalues[1]),
+        float(fit.bse[1]),
+        n,
+        k,
+    )
+
+
+def _adjusted(p_values: NDArray[np.float64], method: str) -> NDArray[np.float64]:
+    p = np.asarray(p_values, dtype=np.float64)
+    out = np.full(p.shape, np.nan)
+    ok = np.isfinite(p)
+    if ok.any():
+        out[ok] = multipletests(p[ok], alpha=ALPHA, method=method)[1]
+    return out
+
+
+def holm(p_values: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Holm (1979) adjusted p-values of a family (NaN stays NaN and is not counted)."""
+    return _adjusted(p_values, "holm")
+
+
+def benjamini_hochberg(p_values: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Benjamini-Hochberg (1995) q-values (NaN stays NaN and is not counted)."""
+    return _adjusted(p_values, "fdr_bh")
+
+
+@dataclass(frozen=True)
+class Power:
+    """What an inconclusive result could have found: the smallest effect detectable at `n`
+    trials, and the trials needed to detect the observed effect (NaN: cannot be said)."""
+
+    detectable: float
+    trials_needed: float
+
+
+def power(
+    estimate: Estimate, *, correlation: bool, alpha: float = ALPHA, power_: float = POWER
+) -> Power:
+    """The normal-approximation power of `estimate`'s test (module docstring); `correlation`:
+    the standard error is on Fisher's z scale, so effects are given as rho."""
+    se, n = estimate.se, estimate.n
+    if not (math.isfinite(se) and se > 0 and n > 0):
+        return Power(math.nan, math.nan)
+    need = stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power_)
+    detectable = need * se
+    observed = abs(estimate.value) if math.isfinite(estimate.value) else math.nan
+    if correlation:
+        detectable = math.tanh(detectable)
+        observed = math.atanh(min(observed, 0.999999)) if math.isfinite(observed) else observed
+    if not (math.isfinite(observed) and observed > 0):
+        return Power(detectable, math.nan)
+    # Only the part of the n that the test's degrees of freedom scale with grows.
+    fixed = 3 + estimate.k if correlation else 0
+    trials = fixed + (n - fixed) * (need * se / observed) ** 2
+    return Power(detectable, trials)
