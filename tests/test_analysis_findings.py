@@ -212,6 +212,8 @@ def test_the_report_opens_with_the_findings_and_the_summary_shows_the_same_lines
     assert [re.sub(r"</?b>", "", item) for item in items] == lines
     said = format_summary(StudyAnalysis(analysis, tmp_path, [], None)).splitlines()
     at = said.index(next(s for s in said if s.startswith("Findings (findings.csv)")))
+    assert at == 0  # what the study was run to answer comes first
+    assert at + len(lines) < said.index(next(s for s in said if s.startswith("Runs: ")))
     assert [s.strip() for s in said[at + 1 : at + 1 + len(lines)]] == lines
     assert at < said.index(next(s for s in said if s.startswith("Spearman rho")))
     # a study that answers nothing says so in both places, rather than showing an empty list

@@ -23,6 +23,7 @@ from raystudy.analysis.decoder_test import decoder_test_table
 from raystudy.analysis.errors import AnalysisError
 from raystudy.analysis.figures import StudyFigure, study_figures
 from raystudy.analysis.findings import findings_table, order_findings
+from raystudy.analysis.findings_papers import PaperTables, paper_rows
 from raystudy.analysis.groups import trial_groups, with_supervision
 from raystudy.analysis.r2_table import r2_modularity, r2_table
 from raystudy.analysis.report import ReportFigure, ReportInputs, render_report
@@ -149,6 +150,24 @@ def compute(
         seed=settings.seed,
         min_trials=settings.min_trials,
     )
+    say("model selection and the metrics' agreement")
+    selection = selection_table(done, groups, min_trials=settings.min_trials)
+    agreement = metric_agreement(
+        done, groups, n_boot=settings.n_boot, seed=settings.seed, min_trials=settings.min_trials
+    )
+    spread = objective_spread(done)
+    decoder_test = decoder_test_table(finished(frame))
+    composition = composition_table(finished(frame))
+    say("the papers' questions (Findings)")
+    tables = PaperTables(r2, modularity, agreement, spread, decoder_test, composition)
+    papers = paper_rows(
+        done,
+        correlations,
+        tables,
+        min_trials=settings.min_trials,
+        n_boot=settings.n_boot,
+        seed=settings.seed,
+    )
     findings = findings_table(
         done,
         correlations,
@@ -156,11 +175,7 @@ def compute(
         n_boot=settings.n_boot,
         seed=settings.seed,
         min_trials=settings.min_trials,
-    )
-    say("model selection and the metrics' agreement")
-    selection = selection_table(done, groups, min_trials=settings.min_trials)
-    agreement = metric_agreement(
-        done, groups, n_boot=settings.n_boot, seed=settings.seed, min_trials=settings.min_trials
+        extra_rows=papers,
     )
     say("figures")
     figures = study_figures(done, correlations, proxy, r2, agreement)
@@ -174,10 +189,10 @@ def compute(
         r2,
         modularity,
         agreement,
-        objective_spread(done),
+        spread,
         findings,
-        decoder_test_table(finished(frame)),
-        composition_table(finished(frame)),
+        decoder_test,
+        composition,
     )
 
 

@@ -21,7 +21,10 @@ from raystudy.analysis.pipeline import (
 def format_summary(result: StudyAnalysis) -> str:
     a = result.analysis
     counts = a.status_counts
+    # The Findings first: they are what the study was run to answer.
     lines = [
+        _findings(a.findings),
+        "",
         "Runs: " + ", ".join(f"{v} {k.lower()}" for k, v in counts.items()),
     ]
     for row in a.unfinished.itertuples():
@@ -37,7 +40,6 @@ def format_summary(result: StudyAnalysis) -> str:
     if result.parent_run_id:
         lines.append(f"Logged to the parent MLflow run {result.parent_run_id} under analysis/")
     lines.append(f"Report: {(result.folder / REPORT_FILE).as_uri()}")
-    lines += ["", _findings(a.findings)]
     lines += ["", _correlations(a.correlations, a.settings.min_trials), ""]
     lines.append(_regret(a.selection))
     if not a.r2.empty:

@@ -1,0 +1,226 @@
+"""Schott et al.'s questions as Findings rows ("Visual representation learning does not
+generalize strongly within the same domain", ICLR 2022).
+
+The paper regresses every factor from each model's representation with readouts fit on a
+split's training set and scores them by R^2 (against the full grid's variance) on its test set:
+random, composition, interpolation and extrapolation splits (abstract). Here, from the finished
+trials of `schott_*` splits, `transfer/test/<probe>/r2` (the mean over factors):
+
+- `R2_DROPS`, per model (`groups.model_labels`), readout and kind of split: R^2(random) -
+  R^2(kind), a difference of trial means (Welch's t-test), and with the design that varies
+  among that model's trials (dataset) held fixed (`design.adjusted_difference`); yes_if '> 0';
+- `SUPERVISION_SHRINKS_DROP`, per readout and kind, for weakly supervised (Ada-GVAE, ML-VAE)
+  and supervised models (objective `supervised`) against unsupervised ones: drop(unsupervised)
+  - drop(group), the coefficient of kind x group in an OLS of R^2 on an intercept, kind (1 on
+  the kind's split, 0 on random), group (1 for the group, 0 for unsupervised) and their
+  product: y = b0 + b1 K + b2 G + b3 K G, so drop(unsupervised) = -b1, drop(group) =
+  -(b1 + b3) and b3 is their difference (t-test); with the other design factors (objective,
+  hyperparameters, dataset) held fixed as additive dummies; yes_if '> 0' (supervision closes
+  part of the gap);
+- `OTHERS_STAY_PREDICTABLE`, per split and readout, from r2_modularity.csv: in each
+  `single_<factor>` scenario (one factor out of distribution), the other factors' mean R^2
+  minus the OOD factor's, each a seed mean per model and dataset, t-tested over the table's
+  rows; yes_if '> 0'.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pandas as pd
+
+from raystudy.analysis.cells import SEPARATOR
+from raystudy.analysis.columns import OBJECTIVE, SPLIT, transfer_scores
+from raystudy.analysis.design import adjusted_difference, design_factors
+from raystudy.analysis.finding_rows import finding_row
+from raystudy.analysis.findings_shared import (
+    PaperTables,
+    held_fixed_coefficient,
+    numbers,
+    paired_estimate,
+    seed_count,
+)
+from raystudy.analysis.groups import SUPERVISION, model_labels, natural_order
+from raystudy.analysis.inference import difference_test
+from raystudy.analysis.r2_table import SCHOTT_PREFIX, split_kind
+
+SCHOTT2022 = "schott2022"
+R2_DROPS = "r2_drops_from_random_split"
+SUPERVISION_SHRINKS_DROP = "supervision_shrinks_r2_drop"
+OTHERS_STAY_PREDICTABLE = "other_factors_stay_predictable"
+RANDOM = "random"
+KINDS = ("composition", "interpolation", "extrapolation")
+#: The model groups compared with unsupervised ones: (name, how the question says it, how
+#: the row's group names it).
+GROUPS = (
+    ("weak", "weak supervision", f"{SUPERVISION}=weak"),
+    ("supervised", "full supervision", f"{OBJECTIVE.removeprefix('params.')}=supervised"),
+)
+
+_S = "Schott et al. 2022"
+_NO_NUMBER = "no R^2 quoted here (the abstract gives none)"
+PAPER_DROP = (
+    "yes: the 2000+ unsupervised, weakly and fully supervised models all struggle when factors"
+    f" are recomposed, interpolated or extrapolated ({_S}, abstract); {_NO_NUMBER}"
+)
+PAPER_SUPERVISION = (
+    "no: all models struggle regardless of supervision signal and architectural bias"
+    f" ({_S}, abstract); {_NO_NUMBER}"
+)
+PAPER_MODULAR = (
+    "yes: the models are surprisingly modular, their ability to infer the other, in-distribution"
+    f" factors remaining fairly stable when only one factor is out of distribution ({_S},"
+    f" abstract); {_NO_NUMBER}"
+)
+#: The column the difference tests read (added to a copy of the trials).
+_R2 = "_r2"
+
+
+def schott_rows(
+    frame: pd.DataFrame, tables: PaperTables, *, min_trials: int
+) -> list[dict[str, object]]:
+    """Schott et al. 2022's questions (module docstring) that `frame` and the tables answer."""
+    runs = _runs(frame)
+    rows: list[dict[str, object]] = []
+    if not runs.empty:
+        scores = _test_r2(runs)
+        rows += _drop_rows(runs, scores, min_trials=min_trials)
+        rows += _supervision_rows(runs, scores, min_trials=min_trials)
+    rows += _modularity_rows(frame, tables.r2_modularity, min_trials=min_trials)
+    return rows
+
+
+def _runs(frame: pd.DataFrame) -> pd.DataFrame:
+    """The trials of Schott et al.'s splits, with their `model` and `kind`."""
+    if SPLIT not in frame.columns:
+        return pd.DataFrame()
+    runs = frame[frame[SPLIT].astype(str).str.startswith(SCHOTT_PREFIX, na=False)]
+    if runs.empty:
+        return pd.DataFrame()
+    return runs.assign(model=model_labels(runs), kind=split_kind(runs[SPLIT]))
+
+
+def _test_r2(runs: pd.DataFrame) -> dict[str, pd.Series]:
+    """Per readout, each trial's `transfer/test/<probe>/r2` (its cell's column where the
+    study's transfer columns are split by cell)."""
+    out: dict[str, pd.Series] = {}
+    for score in transfer_scores(runs, ("r2",)):
+        if score.scenario.split(SEPARATOR)[0] != "test":
+            continue
+        values = pd.Series(numbers(runs, score.column), index=runs.index)
+        previous = out.get(score.probe)
+        out[score.probe] = values if previous is None else previous.fillna(values)
+    return {probe: values for probe, values in out.items() if np.isfinite(values).any()}
+
+
+def _split_columns(frame: pd.DataFrame) -> tuple[str, ...]:
+    return tuple(c for c in frame.columns if c == SPLIT or c.startswith(SPLIT + "."))
+
+
+def _drop_rows(
+    runs: pd.DataFrame, scores: dict[str, pd.Series], *, min_trials: int
+) -> Iterator[dict]:
+    """R^2(random) - R^2(kind) per model, readout and kind."""
+    for probe, r2 in sorted(scores.items()):
+        for model in natural_order(runs["model"]):
+            for kind in KINDS:
+                keep = (runs["model"] == model) & runs["kind"].isin([RANDOM, kind])
+                keep &= np.isfinite(r2)
+                sub = runs[keep]
+                flag = (sub["kind"] == RANDOM).to_numpy()
+                if min(flag.sum(), (~flag).sum()) < min_trials:
+                    continue
+                values = r2[keep].to_numpy()
+                pooled = difference_test(values, flag, np.empty((len(sub), 0)))
+                within = adjusted_difference(
+                    sub.assign(**{_R2: values}), _R2, flag, exclude=_split_columns(sub)
+                )
+                yield finding_row(
+                    SCHOTT2022,
+                    R2_DROPS,
+                    f"Does {model}'s R^2 drop from the random split to {kind} ({probe} readout)?",
+                    "r2_drop",
+                    "> 0",
+                    PAPER_DROP,
+                    x=f"{SCHOTT_PREFIX}{RANDOM} - {SCHOTT_PREFIX}{kind}",
+                    y=f"transfer/test/{probe}/r2",
+                    group=f"model={model}",
+                    pooled=pooled,
+                    n_text=f"{int(flag.sum())} + {int((~flag).sum())}",
+                    within=within,
+                    n_seeds=seed_count(sub),
+                )
+
+
+def _supervision_rows(
+    runs: pd.DataFrame, scores: dict[str, pd.Series], *, min_trials: int
+) -> Iterator[dict]:
+    """drop(unsupervised) - drop(group): the kind x group coefficient of an OLS of R^2."""
+    if SUPERVISION not in runs.columns:
+        return
+    objectives = runs[OBJECTIVE].astype(str) if OBJECTIVE in runs.columns else runs["model"]
+    unsupervised = runs[SUPERVISION] == "unsupervised"
+    members = {"weak": runs[SUPERVISION] == "weak", "supervised": objectives == "supervised"}
+    for probe, r2 in sorted(scores.items()):
+        for kind in KINDS:
+            for name, said, label in GROUPS:
+                keep = runs["kind"].isin([RANDOM, kind]) & (members[name] | unsupervised)
+                keep &= np.isfinite(r2)
+                sub = runs[keep]
+                shifted = (sub["kind"] == kind).to_numpy()
+                group = members[name][keep].to_numpy()
+                cells = [(shifted == s) & (group == g) for s in (0, 1) for g in (0, 1)]
+                if min(int(c.sum()) for c in cells) < min_trials:
+                    continue
+                base = np.column_stack([shifted, group, shifted & group]).astype(np.float64)
+                excluded = {*_split_columns(sub), SUPERVISION}
+                factors = [f for f in design_factors(sub) if f not in excluded]
+                pooled, within = held_fixed_coefficient(sub, r2[keep].to_numpy(), base, factors)
+                yield finding_row(
+                    SCHOTT2022,
+                    SUPERVISION_SHRINKS_DROP,
+                    f"Does {said} shrink the R^2 drop from the random split to {kind}"
+                    f" ({probe} readout)?",
+                    "drop_difference",
+                    "> 0",
+                    PAPER_SUPERVISION,
+                    x=f"drop(unsupervised) - drop({name})",
+                    y=f"transfer/test/{probe}/r2",
+                    group=f"{label}, {SUPERVISION}=unsupervised",
+                    pooled=pooled,
+                    n_text=f"{int(group.sum())} + {int((~group).sum())}",
+                    within=within,
+                    n_seeds=seed_count(sub),
+                )
+
+
+def _modularity_rows(
+    frame: pd.DataFrame, table: pd.DataFrame, *, min_trials: int
+) -> Iterator[dict]:
+    """Others' mean R^2 minus the OOD factor's, per split and readout, over the table's rows."""
+    if table.empty:
+        return
+    rows = table[table["split"].astype(str).str.startswith(SCHOTT_PREFIX)]
+    diff = rows["others_r2"].astype("float64") - rows["ood_r2"].astype("float64")
+    rows = rows.assign(_diff=diff)[np.isfinite(diff)]
+    for (split, probe), sub in rows.groupby(["split", "probe"], sort=True):
+        if len(sub) < min_trials:
+            continue
+        trials = frame[frame[SPLIT].astype(str) == split] if SPLIT in frame.columns else frame
+        kind = str(split).removeprefix(SCHOTT_PREFIX)
+        yield finding_row(
+            SCHOTT2022,
+            OTHERS_STAY_PREDICTABLE,
+            "Do the other factors stay more predictable than the one out of distribution"
+            f" ({kind}, {probe} readout)?",
+            "r2_difference",
+            "> 0",
+            PAPER_MODULAR,
+            x="others_r2 - ood_r2",
+            y=f"transfer/single_<factor>/{probe}/r2",
+            group=f"split={split}",
+            pooled=paired_estimate(sub["_diff"].to_numpy()),
+            n_text=f"{len(sub)} model x dataset x factor means, {int(sub['n'].sum())} runs",
+            n_seeds=seed_count(trials),
+        )

@@ -1,0 +1,205 @@
+"""What the papers' Findings modules share (`findings_montero`, `findings_schott`,
+`findings_locatello`; gathered by `findings_papers.paper_rows`).
+
+Each row is one question answered by one statistic with a two-sided p-value against 0, built by
+`raystudy.analysis.finding_rows.finding_row`; the Findings table adjusts the family, gives the
+verdicts and the power. The questions, their statistics and the papers' answers are in
+`findings_montero`, `findings_schott` and `findings_locatello`; this module holds what they
+share:
+
+- a paired difference (held-out minus training NLL of one trial, a model's NLL after minus
+  before its decoder was retrained, ...) is tested with a one-sample t-test of the differences
+  (scipy.stats.ttest_1samp), its interval the t interval and its standard error |mean / t|;
+- a rank correlation already in `correlations.csv` or `metric_agreement.csv` is read from its
+  row (rho, its bootstrap interval, its p-value; the same rho with the design held fixed), never
+  recomputed; only the count of dummies held fixed and the factor that carries the pooled rho,
+  which the table does not keep, come from `raystudy.analysis.design.adjusted_spearman` over
+  the same trials;
+- a difference of differences (an OLS interaction) with the design held fixed is
+  `held_fixed_coefficient`, the counterpart of `design.adjusted_difference`.
+
+`min_trials` is the fewest units a statistic is computed from: trials, or the rows of a table
+that averages seeds (`decoder_test.csv`, `r2_table.csv`, `r2_modularity.csv`), where each row is
+one model. A question with fewer, or with nothing to compare (no such split, no ground-truth
+decoder, one objective), has no row.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+from scipy import stats
+
+from raystudy.analysis.cells import CELL
+from raystudy.analysis.columns import PARAM, SPLIT
+from raystudy.analysis.design import Adjusted, dummies, factor_name
+from raystudy.analysis.inference import ALPHA, Estimate, rho_test
+
+SEED = PARAM + "seed"
+
+
+@dataclass(frozen=True)
+class PaperTables:
+    """The tables `raystudy.analysis.pipeline.compute` builds that the papers' questions read
+    (each may be empty: the question it serves then has no row)."""
+
+    #: `r2_table` and `r2_modularity` (Schott et al. 2022; Montero et al. 2022's encoder test).
+    r2: pd.DataFrame = field(default_factory=pd.DataFrame)
+    r2_modularity: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: `metric_agreement` and `objective_spread` (Locatello et al. 2019).
+    agreement: pd.DataFrame = field(default_factory=pd.DataFrame)
+    spread: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: `decoder_test_table` (Montero et al. 2022) and `composition_table` (Montero et al. 2021).
+    decoder_test: pd.DataFrame = field(default_factory=pd.DataFrame)
+    composition: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+
+def numbers(frame: pd.DataFrame, column: str) -> NDArray[np.float64]:
+    """A column as floats (NaN where missing, or everywhere when the table lacks it)."""
+    if column not in frame.columns:
+        return np.full(len(frame), np.nan)
+    return frame[column].to_numpy(dtype=np.float64, na_value=np.nan)
+
+
+def seed_count(frame: pd.DataFrame) -> int:
+    """Distinct `params.seed` values among `frame`'s trials (0 without the column)."""
+    if SEED not in frame.columns:
+        return 0
+    return int(frame[SEED].dropna().astype(str).nunique())
+
+
+def paired_estimate(differences: NDArray[np.float64], level: float = 1 - ALPHA) -> Estimate:
+    """Mean of paired differences (NaN ones left out), its t interval and two-sided one-sample
+    t-test against 0 (scipy.stats.ttest_1samp), se = |mean / t|; NaN interval and p with
+    under two differences or none that differ."""
+    d = np.asarray(differences, dtype=np.float64)
+    d = d[np.isfinite(d)]
+    n = int(d.size)
+    if n < 2 or float(np.ptp(d)) == 0.0:
+        mean = float(d.mean()) if n else math.nan
+        return Estimate(mean, math.nan, math.nan, math.nan, math.nan, n, 0)
+    test = stats.ttest_1samp(d, 0.0)
+    ci = test.confidence_interval(level)
+    mean, t = float(d.mean()), float(test.statistic)
+    se = abs(mean / t) if t else float(stats.sem(d))
+    return Estimate(mean, float(ci.low), float(ci.high), float(test.pvalue), se, n, 0)
+
+
+def where_labels(frame: pd.DataFrame) -> pd.Series:
+    """Each trial's cell (`raystudy.analysis.cells`), or its split when the study has one
+    cell, or `all`."""
+    if CELL in frame.columns:
+        return frame[CELL].astype(str)
+    if SPLIT in frame.columns:
+        return frame[SPLIT].astype(str)
+    return pd.Series("all", index=frame.index, dtype=object)
+
+
+def where_group(frame: pd.DataFrame, label: str) -> str:
+    """How a row's `group` names the trials of one `where_labels` label."""
+    if CELL in frame.columns:
+        return f"{CELL}={label}"
+    return f"split={label}" if SPLIT in frame.columns else "all"
+
+
+def split_of(frame: pd.DataFrame) -> str:
+    """The split name shared by `frame`'s trials ('' when none or several)."""
+    if SPLIT not in frame.columns:
+        return ""
+    names = frame[SPLIT].dropna().astype(str).unique()
+    return str(names[0]) if len(names) == 1 else ""
+
+
+def rho_estimates(row: pd.Series, adjusted: Adjusted) -> tuple[Estimate, Adjusted]:
+    """The pooled and held-fixed rho of a `correlation_table` row as Estimates: value,
+    bootstrap interval and p-value as the row has them, the Fisher-z standard errors of
+    `rho_test`; the number of dummies held fixed and the carrying factor from `adjusted` (the
+    same trials' `adjusted_spearman`), which the table does not keep."""
+    n = int(row["n"])
+    rho = float(row["rho"])
+    pooled = Estimate(
+        rho,
+        float(row["ci_low"]),
+        float(row["ci_high"]),
+        float(row["p_value"]),
+        rho_test(rho, n).se,
+        n,
+        0,
+    )
+    k = adjusted.estimate.k
+    within_rho = float(row.get("within_rho", math.nan))
+    if math.isfinite(within_rho):
+        inner = Estimate(
+            within_rho,
+            float(row["within_ci_low"]),
+            float(row["within_ci_high"]),
+            float(row["within_p"]),
+            rho_test(within_rho, n, k).se,
+            n,
+            k,
+        )
+    else:
+        inner = adjusted.estimate
+    return pooled, Adjusted(inner, adjusted.held_fixed, adjusted.carried_by)
+
+
+def coefficient_test(
+    values: NDArray[np.float64],
+    base: NDArray[np.float64],
+    covariates: NDArray[np.float64],
+    level: float = 1 - ALPHA,
+) -> Estimate:
+    """The coefficient of `base`'s last column in an OLS of `values` on an intercept, `base`
+    (n, b) and `covariates` (n, k), with its t interval and two-sided p (statsmodels); NaN
+    when the fit has no residual degrees of freedom."""
+    import statsmodels.api as sm  # heavy import, only here
+
+    n, k = values.size, covariates.shape[1]
+    design = np.column_stack([np.ones(n), base, covariates])
+    if n - design.shape[1] < 1 or np.linalg.matrix_rank(design) < design.shape[1]:
+        return Estimate.missing(n, k)
+    fit = sm.OLS(values, design).fit()
+    j = base.shape[1]
+    low, high = fit.conf_int(1 - level)[j]
+    return Estimate(
+        float(fit.params[j]),
+        float(low),
+        float(high),
+        float(fit.pvalues[j]),
+        float(fit.bse[j]),
+        n,
+        k,
+    )
+
+
+def held_fixed_coefficient(
+    frame: pd.DataFrame,
+    values: NDArray[np.float64],
+    base: NDArray[np.float64],
+    factors: list[str],
+) -> tuple[Estimate, Adjusted]:
+    """`coefficient_test` over `frame`'s rows, pooled (no covariates) and with the dummies of
+    `factors` held fixed (those aliased with `base` left out, `design.dummies`), and the
+    factor that, held fixed alone, leaves the coefficient's smallest |z| when smaller than
+    the pooled one's (as `design.adjusted_difference` names it)."""
+
+    def test(covariates: NDArray[np.float64]) -> Estimate:
+        return coefficient_test(values, base, covariates)
+
+    pooled = test(np.empty((len(frame), 0)))
+    covariates, held = dummies(frame, factors, base)
+    carried = ""
+    if held:
+        best = abs(pooled.value / pooled.se) if pooled.se > 0 else math.inf
+        for factor in factors:
+            matrix, used = dummies(frame, [factor], base)
+            if not used:
+                continue
+            alone = test(matrix)
+            if math.isfinite(alone.se) and alone.se > 0 and abs(alone.value / alone.se) < best:
+                carried, best = factor_name(factor), abs(alone.value / alone.se)
+    return pooled, Adjusted(test(covariates), held, carried)
