@@ -1,11 +1,11 @@
-"""`raystudy`: thin command line over spec, study, evaluation and analysis. No logic lives
-here; it is longer than a module should be (~540 lines) because each command's options and
-messages are spelled out in it, one command after another.
+"""`raystudy`: the thin command line over spec, study, evaluation and analysis. Each command
+parses its options, calls the function that does its work (callable from Python the same
+way), prints what it returns and maps its exceptions to exit codes (2: a user's mistake,
+said in one line); no logic lives here.
 """
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -22,24 +22,11 @@ SetOpt = Annotated[
     list[str] | None,
     typer.Option("--set", help="Override a spec field: dotted.path=value (value parsed as YAML)."),
 ]
-
-
-def _fail(message: str) -> None:
-    typer.secho(message, fg=typer.colors.RED, err=True)
-    raise typer.Exit(2)
-
-
 AddressOpt = Annotated[
     str | None,
     typer.Option(help="Ray cluster to join (auto, ray://host:10001); default: start a local one."),
 ]
 StudyArg = Annotated[str, typer.Argument(help="Study name (a folder under --output).")]
-
-
-#: How the run summary and `status` name a trial outcome (others: its name, lower case).
-STATE_NAMES = {"STOPPED": "stopped early", "ERROR": "failed"}
-
-
 VerboseOpt = Annotated[
     bool,
     typer.Option(
@@ -49,116 +36,51 @@ VerboseOpt = Annotated[
         "a progress display, with those in the study's logs/ folder.",
     ),
 ]
-
-
-def _report(outcome: Any, output: Path, log: Path | None = None) -> None:
-    """Say what finished, what did not, and what to do next."""
-    from raystudy.study.driver import STOPPED_BY
-    from raystudy.tags import STOPPED_TAG
-    from raystudy.tune.state import ERROR, OUTCOMES, STOPPED, TUNE_DIR
-
-    name = outcome.info.name
-    order = [*OUTCOMES, *sorted(set(outcome.states) - set(OUTCOMES))]
-    states = ", ".join(
-        f"{outcome.states[k]} {STATE_NAMES.get(k, k.lower())}" for k in order if k in outcome.states
-    )
-    typer.echo(f"Study {name!r} ended in {outcome.wall_s:.0f} s: {states}.")
-    if outcome.states.get(STOPPED):
-        typer.echo(
-            f"{outcome.states[STOPPED]} trials were stopped early by the scheduler (ASHA) "
-            "before their final scores: pruned in Optuna, their MLflow runs KILLED with the "
-            f"tag {STOPPED_TAG}={STOPPED_BY}; they are done, not resumed."
-        )
-    if log is not None:
-        typer.echo(f"Log (Ray, Tune, trial output): {log}")
-    typer.echo(f"MLflow UI: raystudy ui {name} --output {output}")
-    typer.echo(f"Analysis:  raystudy analyze {name} --output {output}")
-    if outcome.synced:
-        typer.echo(f"Logged {outcome.synced} finished trials to MLflow from Tune's storage.")
-    if outcome.tracking_error:
-        typer.secho(
-            f"MLflow is incomplete: {outcome.tracking_error}. Finished trials it lacks are in "
-            f"Tune's storage ({outcome.info.study_dir / TUNE_DIR}): `raystudy analyze {name} "
-            f"--output {output} --from-tune` analyses them now, and `raystudy resume {name} "
-            f"--output {output}` logs them to MLflow once the store is back.",
-            fg=typer.colors.RED,
-            err=True,
-        )
-    if not outcome.ok:
-        done = outcome.done  # finished, or stopped by the scheduler: nothing to resume
-        total = outcome.info.num_tune_trials
-        typer.secho(
-            f"{total - done} of {total} trials did not "
-            f"finish. Continue with: raystudy resume {name} --output {output}"
-            + (" --restart-errored" if outcome.states.get(ERROR) else ""),
-            fg=typer.colors.YELLOW,
-        )
-        raise typer.Exit(1)
-    if outcome.tracking_error:
-        raise typer.Exit(1)
-
-
-def _run(
-    spec: Path,
-    address: str | None,
-    output: Path,
-    overrides: list[str],
-    overwrite: bool,
-    methods: tuple[str, ...],
-    verbose: bool,
-) -> None:
-    from raystudy.checks import load_spec
-    from raystudy.spec import SpecError
-    from raystudy.study.driver import run_study
-    from raystudy.study.folder import StudyError
-
-    try:
-        study_spec = load_spec(spec, overrides)
-    except SpecError as exc:
-        _fail(str(exc))
-    if study_spec.search.method not in methods:
-        _fail(
-            f"{spec}: search.method is {study_spec.search.method!r}; this command runs "
-            f"{' or '.join(methods)} searches"
-        )
-    n = study_spec.num_trials()
-    stacked = ""
-    if study_spec.execution.seeds_per_trial > 1:
-        stacked = (
-            f" in {study_spec.num_tune_trials()} Tune trials of up to "
-            f"{study_spec.execution.seeds_per_trial} "
-            f"{'models' if study_spec.execution.stack_over else 'seeds'} each"
-        )
-    typer.echo(
-        f"Study {study_spec.name!r}: {n} trials{stacked} -> {(output / study_spec.name).resolve()}"
-    )
-    run = functools.partial(run_study, study_spec, output=output, address=address)
-    try:
-        if verbose:
-            outcome, log = run(overwrite=overwrite), None
-        else:
-            from raystudy.terminal import log_path, watched
-
-            metric, _ = study_spec.search.first_target()
-            with watched(
-                study_spec.name,
-                study_spec.num_tune_trials(),
-                command="run",
-                metric=metric,
-            ) as captured:
-                outcome = run(
-                    overwrite=overwrite,
-                    on_study_dir=lambda folder: captured.move_to(log_path(folder, "run")),
-                )
-            log = captured.path
-    except StudyError as exc:
-        _fail(str(exc))
-    _report(outcome, output, log)
-
-
 OverwriteOpt = Annotated[
     bool, typer.Option("--overwrite", help="Delete an existing study of the same name first.")
 ]
+
+
+def _fail(message: str) -> None:
+    typer.secho(message, fg=typer.colors.RED, err=True)
+    raise typer.Exit(2)
+
+
+def _print(report: Any) -> None:
+    """A `raystudy.study.report.Report`: each line in its style, then its exit code."""
+    from raystudy.study.report import PROBLEM, WARNING
+
+    colors = {PROBLEM: typer.colors.RED, WARNING: typer.colors.YELLOW}  # a problem on stderr
+    for line in report.lines:
+        if line.style in colors:
+            typer.secho(line.text, fg=colors[line.style], err=line.style == PROBLEM)
+        else:
+            typer.echo(line.text)
+    if report.exit_code:
+        raise typer.Exit(report.exit_code)
+
+
+def _run(
+    spec: Path, output: Path, overrides: list[str] | None, methods: tuple[str, ...], **kw: Any
+) -> None:
+    from raystudy.checks import load_spec
+    from raystudy.spec import SpecError
+    from raystudy.study.driver import check_search_method
+    from raystudy.study.folder import StudyError
+    from raystudy.study.report import outcome_report, start_line
+    from raystudy.terminal.runs import run_watched
+
+    try:
+        study_spec = load_spec(spec, overrides or [])
+        check_search_method(study_spec, spec, methods)
+    except (SpecError, StudyError) as exc:
+        _fail(str(exc))
+    typer.echo(start_line(study_spec, output))
+    try:
+        outcome, log = run_watched(study_spec, output=output, **kw)  # address, overwrite, verbose
+    except StudyError as exc:
+        _fail(str(exc))
+    _print(outcome_report(outcome, output, log))
 
 
 @app.command()
@@ -171,7 +93,8 @@ def run(
     verbose: VerboseOpt = False,
 ) -> None:
     """Run every trial of a study (grid or random search) and log them to MLflow."""
-    _run(spec, address, output, set_ or [], overwrite, ("grid", "random", "optuna"), verbose)
+    methods = ("grid", "random", "optuna")
+    _run(spec, output, set_, methods, address=address, overwrite=overwrite, verbose=verbose)
 
 
 @app.command()
@@ -184,13 +107,13 @@ def optimize(
     verbose: VerboseOpt = False,
 ) -> None:
     """Run an Optuna-guided search; the Optuna study persists beside the MLflow store."""
-    _run(spec, address, output, set_ or [], overwrite, ("optuna",), verbose)
+    _run(spec, output, set_, ("optuna",), address=address, overwrite=overwrite, verbose=verbose)
 
 
 @app.command()
 def plan(
     spec: Annotated[Path, typer.Argument(help="Study YAML file.")],
-    set_: SetOpt = None,
+    overrides: SetOpt = None,
     cpus: Annotated[
         float | None, typer.Option(help="Cluster CPUs (default: this machine).")
     ] = None,
@@ -221,35 +144,15 @@ def plan(
     ] = False,
 ) -> None:
     """Trial count, resource plan and estimated cost of a study, before running it."""
-    import math
-    import os
+    given = dict(locals())  # the options, named as plan_study names its parameters
+    from raystudy.plan.study_plan import plan_study
+    from raystudy.spec import OptionError, SpecError
 
-    from raystudy.checks import load_spec
-    from raystudy.plan import format_plan, make_plan
-    from raystudy.plan.cache import CalibrationCache, default_path
-    from raystudy.plan.calibrate import calibration_budget
-    from raystudy.spec import SpecError
-
-    # A cluster needs at least some CPU (min=0 would let 0 through), and a finite count.
-    if cpus is not None and not (cpus > 0 and math.isfinite(cpus)):
-        _fail(f"--cpus: must be a number greater than 0 (the cluster's CPUs), got {cpus:g}")
-    if not math.isfinite(gpus):
-        _fail(f"--gpus: must be a finite number of GPUs (0 or more), got {gpus:g}")
     try:
-        study_spec = load_spec(spec, set_ or [])
-    except SpecError as exc:
+        text = plan_study(**given, progress=lambda line: typer.echo(line, err=True))
+    except (OptionError, SpecError) as exc:
         _fail(str(exc))
-    result = make_plan(
-        study_spec,
-        cpus if cpus is not None else float(os.cpu_count() or 1),
-        gpus,
-        calibration_steps=steps if calibrate else None,
-        budget_s=calibration_budget(budget),
-        progress=lambda line: typer.echo(line, err=True),
-        cache=CalibrationCache(default_path()),
-        recalibrate=recalibrate,
-    )
-    typer.echo(format_plan(result, study_spec.name))
+    typer.echo(text)
 
 
 @app.command()
@@ -263,65 +166,34 @@ def resume(
     verbose: VerboseOpt = False,
 ) -> None:
     """Finish an interrupted study: unfinished trials continue from their checkpoints."""
-    from raystudy.study.driver import resume_study
-    from raystudy.study.folder import StudyError, StudyInfo, load_study_spec
+    from raystudy.study.folder import StudyError, study_path
+    from raystudy.study.report import outcome_report
+    from raystudy.terminal.runs import resume_watched
 
-    study_dir = (output / study).resolve()
-    resume = functools.partial(
-        resume_study, study_dir, address=address, restart_errored=restart_errored
-    )
     try:
-        if verbose:
-            outcome, log = resume(), None
-        else:
-            from raystudy.terminal import watched
-
-            info = StudyInfo.read(study_dir)
-            metric, _ = load_study_spec(study_dir).search.first_target()
-            with watched(
-                study,
-                info.num_tune_trials,
-                command="resume",
-                metric=metric,
-                study_dir=study_dir,
-            ) as captured:
-                outcome = resume()
-            log = captured.path
+        outcome, log = resume_watched(
+            study_path(output, study),
+            name=study,
+            address=address,
+            restart_errored=restart_errored,
+            verbose=verbose,
+        )
     except StudyError as exc:
         _fail(str(exc))
-    _report(outcome, output, log)
+    _print(outcome_report(outcome, output, log))
 
 
 @app.command()
 def status(study: StudyArg, output: OutputOpt = Path("studies")) -> None:
     """Trial counts by state (Tune's view) and MLflow runs by status."""
-    from raystudy.analysis.results import load_results
-    from raystudy.study.folder import StudyError, StudyInfo
-    from raystudy.study.status import study_status
-    from raystudy.tracking.retry import TrackingRejected, TrackingUnreachable
-    from raystudy.tune.state import OUTCOMES
+    from raystudy.study.folder import StudyError, study_path
+    from raystudy.study.status import status_report
 
-    study_dir = (output / study).resolve()
     try:
-        info = StudyInfo.read(study_dir)
-        counts = study_status(study_dir)
+        report = status_report(study_path(output, study), study)
     except StudyError as exc:
         _fail(str(exc))
-    typer.echo(f"Study {study!r} ({info.num_tune_trials} trials) in {study_dir}")
-    for state in OUTCOMES:
-        if counts.get(state):
-            typer.echo(f"  {STATE_NAMES.get(state, state.lower()):13s} {counts[state]}")
-    try:
-        runs = load_results(study_dir)
-    # Tune's counts above are still worth having (a store refused: e.g. a ${VAR} unset here).
-    except (TrackingUnreachable, TrackingRejected) as exc:
-        typer.secho(f"  MLflow runs unknown: {exc}", fg=typer.colors.YELLOW)
-        return
-    except StudyError as exc:
-        _fail(str(exc))
-    if not runs.empty:
-        by_status = runs["status"].value_counts().to_dict()
-        typer.echo("  MLflow runs: " + ", ".join(f"{v} {k.lower()}" for k, v in by_status.items()))
+    _print(report)
 
 
 @app.command()
@@ -334,48 +206,17 @@ def ui(
     trial runs with the columns to compare (objective, beta, input noise, seed, DCI-D,
     transfer MAEs). A study on a tracking server: the view is saved there and its URL on
     that server printed; nothing is started."""
-    import os
-    import subprocess
-    import sys
-    from urllib.parse import urlsplit
-
-    from raystudy.spec.url_secrets import expand
-    from raystudy.study.folder import StudyError, StudyInfo
+    from raystudy.study.folder import StudyError
+    from raystudy.study.ui import serve, study_ui
     from raystudy.tracking.retry import TrackingRejected, TrackingUnreachable
-    from raystudy.tracking.ui_view import write_study_view
 
     try:
-        info = StudyInfo.read((output / study).resolve())
-        view = write_study_view(info.tracking_uri, info.experiment_id, info.name)
+        shown = study_ui(output, study, port)
     except (StudyError, TrackingUnreachable, TrackingRejected) as exc:
         _fail(str(exc))
-    if info.tracking_uri.startswith(("http://", "https://")):
-        # The study's tracking server serves the UI itself (MLflow cannot serve a UI over
-        # another server): print its address, with any user and password left out.
-        parts = urlsplit(expand(info.tracking_uri))
-        base = f"{parts.scheme}://{parts.hostname}{f':{parts.port}' if parts.port else ''}"
-        typer.echo(f"The runs of {study!r} are on the MLflow server at {base}, which serves")
-        typer.echo(f"their UI; the view with their columns: {view.url_at(base + parts.path)}")
-        return
-    typer.echo(f"MLflow UI for {study!r} on http://127.0.0.1:{port} (Ctrl-C stops it); its runs:")
-    typer.echo(f"  {view.url(port)}")
-    command = [
-        sys.executable,
-        "-m",
-        "mlflow",
-        "ui",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-    ]
-    # MLflow 3 also starts a job runner for its GenAI jobs (7 huey processes, most of a core
-    # while they start), which a study never submits.
-    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
-    # The store through the environment, not argv: any user's `ps` shows argv, and a
-    # ${VAR} in the URI is a password once expanded.
-    env["MLFLOW_BACKEND_STORE_URI"] = expand(info.tracking_uri)
-    raise typer.Exit(subprocess.call(command, env=env))
+    typer.echo("\n".join(shown.lines()))
+    if shown.server is None:
+        raise typer.Exit(serve(shown))
 
 
 @app.command()
@@ -411,7 +252,7 @@ def analyze(
     study, written to <output>/<study>/analysis/ and logged to its parent MLflow run."""
     from raystudy.analysis.pipeline import AnalysisError, Settings, analyze_study
     from raystudy.analysis.summary import format_summary
-    from raystudy.study.folder import StudyError
+    from raystudy.study.folder import StudyError, study_path
     from raystudy.terminal.steps import StepLines
     from raystudy.tracking.retry import TrackingRejected, TrackingUnreachable
 
@@ -419,17 +260,15 @@ def analyze(
     try:
         with StepLines("analyze") as steps:
             result = analyze_study(
-                (output / study).resolve(),
+                study_path(output, study),
                 settings,
                 log=log and not from_tune,
                 from_tune=from_tune,
                 progress=steps,
             )
     except (TrackingUnreachable, TrackingRejected) as exc:
-        _fail(
-            f"{exc}; `raystudy analyze {study} --output {output} --from-tune` reads the "
-            "results from Tune's storage instead"
-        )
+        instead = f"`raystudy analyze {study} --output {output} --from-tune`"
+        _fail(f"{exc}; {instead} reads the results from Tune's storage instead")
     except (StudyError, AnalysisError) as exc:
         _fail(str(exc))
     if from_tune:
@@ -438,49 +277,6 @@ def analyze(
 
 
 # --- evaluate: score any encoder as a trial is scored -----------------------------------------
-
-
-def _names(values: list[str] | None) -> list[str] | None:
-    """`--metrics dci,mig` or `--metrics dci --metrics mig`; `--metrics ''` is none."""
-    if values is None:
-        return None
-    return [n.strip() for v in values for n in v.split(",") if n.strip()]
-
-
-def _options(items: list[str], flag: str) -> dict[str, Any]:
-    """key=value pairs, values parsed as YAML (as a spec reads them)."""
-    from raystudy.spec import parse_yaml
-
-    options: dict[str, Any] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            _fail(f"{flag} {item!r}: expected key=value")
-        try:
-            options[key] = parse_yaml(value)
-        except ValueError as exc:
-            _fail(f"{flag} {key}: value is {exc}")
-    return options
-
-
-def _evaluate_store(
-    tracking_uri: str | None, experiment: str | None, output: Path
-) -> tuple[str | None, str | None]:
-    """The tracking URI to load from and log to, and the parent run of the study that
-    `--experiment` names under `--output` (its store is the default), if it is one."""
-    import os
-
-    from raystudy.study.folder import StudyError, StudyInfo
-
-    if experiment is not None and (output / experiment / "study.json").is_file():
-        try:
-            info = StudyInfo.read((output / experiment).resolve())
-        except StudyError as exc:
-            _fail(str(exc))
-        return tracking_uri or info.tracking_uri, info.parent_run_id
-    return tracking_uri or os.environ.get("MLFLOW_TRACKING_URI"), None
-
-
 @app.command()
 def evaluate(
     encoder: Annotated[
@@ -506,13 +302,13 @@ def evaluate(
     seed: Annotated[
         int | None, typer.Option(help="evaluation.seed: the ground-truth draws (a study's).")
     ] = None,
-    set_: Annotated[
+    fields: Annotated[
         list[str] | None,
         typer.Option(
             "--set", help="Another evaluation field: num_train=2000, probe_test=1000, ..."
         ),
     ] = None,
-    option: Annotated[
+    options: Annotated[
         list[str] | None,
         typer.Option("--option", "-O", help="Dataset option key=value (YAML value)."),
     ] = None,
@@ -539,77 +335,20 @@ def evaluate(
 ) -> None:
     """Score an encoder with exactly the dis/*, down/* and transfer/* keys a trial logs, on
     the same ground-truth draws (evaluation.seed); print them, and write or log them."""
-    import json
+    given = dict(locals())  # the options, named as evaluate_beside names its parameters
+    from raystudy.study.evaluation import evaluate_beside
+    from raystudy.study.folder import StudyError
+    from raystudy.terminal.steps import StepLines
 
-    from raystudy.evaluate import (
-        MLFLOW_SCHEMES,
-        EncoderError,
-        evaluation_setup,
-        resolve_encoder,
-        score_encoder,
-    )
-    from raystudy.spec import SpecError, parse_yaml
-
-    uri, parent = _evaluate_store(tracking_uri, experiment, output)
-    if uri is None and (experiment is not None or encoder.startswith(MLFLOW_SCHEMES)):
-        _fail(
-            f"{'--experiment' if experiment else '--encoder ' + encoder} needs an MLflow "
-            "store: --tracking-uri URI, MLFLOW_TRACKING_URI, or --experiment <study> with "
-            "--output <the folder that holds it>"
-        )
-    fields = _options([s.removeprefix("evaluation.") for s in set_ or []], "--set")
-    if seed is not None:
-        fields["seed"] = seed
     try:
-        split_value = parse_yaml(split) if split.lstrip().startswith("{") else split
-    except ValueError as exc:
-        _fail(f"--split: {exc}")
-    try:
-        data, split_, config = evaluation_setup(
-            dataset,
-            split_value,
-            fields,
-            metrics=_names(metrics),
-            probes=_names(probes),
-            dataset_options=_options(option or [], "--option"),
-        )
-        fn, name = resolve_encoder(encoder, uri)
-        from raystudy.terminal.steps import StepLines
-
         with StepLines("evaluate") as steps:
-            results = score_encoder(
-                fn, name, data, split_, config.evaluation, _device(device), n_jobs, steps
-            )
-    except (SpecError, EncoderError) as exc:
+            done = evaluate_beside(**given, progress=steps)
+    except (ValueError, StudyError) as exc:  # OptionError, SpecError, EncoderError
         _fail(str(exc))
-    width = max((len(k) for k in results), default=0)
-    for key in sorted(results):
-        typer.echo(f"{key:{width}s}  {results[key]:.6g}")
-    if json_path is not None:
-        json_path.write_text(json.dumps(dict(sorted(results.items())), indent=2))
-        typer.echo(f"Scores -> {json_path}")
-    if experiment is not None:
-        from raystudy.tracking.external import log_external_run
-        from raystudy.tracking.retry import TrackingRejected, TrackingUnreachable
-
-        try:
-            run_id = log_external_run(uri, experiment, name, config, results, parent_run_id=parent)
-        except (TrackingUnreachable, TrackingRejected) as exc:
-            _fail(f"the scores were not logged: {exc}")
-        typer.echo(f"Logged as run {run_id} of experiment {experiment!r} ({uri})")
-
-
-def _device(name: str) -> Any:
-    import torch
-
-    try:
-        return torch.device(name)
-    except RuntimeError as exc:
-        _fail(f"--device {name!r}: {exc}")
+    _print(done.report())
 
 
 # --- datasets: look at the data before a study ---------------------------------------------
-
 datasets_app = typer.Typer(
     no_args_is_help=False,
     invoke_without_command=True,
@@ -643,10 +382,10 @@ def datasets_show(
     """Write a grid of samples: one row per domain, the same factor combinations in each."""
     from raystudy.data import get_dataset
     from raystudy.data.preview import write_preview
+    from raystudy.spec import parse_options
 
-    options = _options(option or [], "--option")  # as a spec's dataset.options reads them
     try:
-        ds = get_dataset(name, **options)
+        ds = get_dataset(name, **parse_options(option or [], "--option"))  # as a spec reads them
         path = write_preview(ds, out, n=n, seed=seed)
     except (ValueError, TypeError, FileNotFoundError) as exc:
         _fail(str(exc))
@@ -654,9 +393,5 @@ def datasets_show(
     typer.echo(f"{ds!r}\n{n} samples per domain ({rows}) -> {path}")
 
 
-def main() -> None:
-    app()
-
-
 if __name__ == "__main__":
-    main()
+    app()

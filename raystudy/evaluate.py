@@ -20,6 +20,7 @@ import contextlib
 import importlib
 import inspect
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -223,6 +224,47 @@ def evaluation_setup(
         raise SpecError("evaluate", [("", str(exc))]) from None
 
 
+@dataclass(frozen=True)
+class EncoderScores:
+    """An encoder's scores and what they were computed with: `name`, as messages and its run
+    name it, and the trial config (dataset, split, evaluation) its run logs."""
+
+    name: str
+    config: TrialConfig
+    scores: dict[str, float]
+
+
+def encoder_scores(
+    encoder: str | Callable[..., Any],
+    dataset: str | GroundTruthDataset,
+    split: str | Mapping[str, Any] = "iid",
+    evaluation: EvaluationConfig | Mapping[str, Any] | None = None,
+    *,
+    metrics: Sequence[str] | None = None,
+    probes: Sequence[str] | None = None,
+    dataset_options: Mapping[str, Any] | None = None,
+    tracking_uri: str | None = None,
+    device: str | torch.device = "cpu",
+    n_jobs: int = 1,
+    progress: Callable[[str], None] | None = None,
+) -> EncoderScores:
+    """`evaluate_encoder`'s scores, logged nowhere, with the encoder's name and config (what
+    `tracking.external.log_external_run` logs them with); `progress` is told each step."""
+    data, split_, config = evaluation_setup(
+        dataset,
+        split,
+        evaluation,
+        metrics=metrics,
+        probes=probes,
+        dataset_options=dataset_options,
+    )
+    fn, name = resolve_encoder(encoder, tracking_uri)
+    scores = score_encoder(
+        fn, name, data, split_, config.evaluation, torch.device(device), n_jobs, progress
+    )
+    return EncoderScores(name, config, scores)
+
+
 def evaluate_encoder(
     encoder: str | Callable[..., Any],
     dataset: str | GroundTruthDataset,
@@ -246,21 +288,23 @@ def evaluate_encoder(
     `raystudy.role = external`, which `raystudy analyze` of a study of that name reads as
     its own group. Raises `EncoderError` for an encoder that cannot be scored.
     """
-    data, split_, config = evaluation_setup(
+    scored = encoder_scores(
+        encoder,
         dataset,
         split,
         evaluation,
         metrics=metrics,
         probes=probes,
         dataset_options=dataset_options,
+        tracking_uri=tracking_uri,
+        device=device,
+        n_jobs=n_jobs,
     )
-    fn, name = resolve_encoder(encoder, tracking_uri)
-    results = score_encoder(fn, name, data, split_, config.evaluation, torch.device(device), n_jobs)
     if experiment is not None:
         from raystudy.tracking.external import log_external_run
 
-        log_external_run(tracking_uri, experiment, name, config, results)
-    return results
+        log_external_run(tracking_uri, experiment, scored.name, scored.config, scored.scores)
+    return scored.scores
 
 
 def score_encoder(

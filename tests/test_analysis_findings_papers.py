@@ -19,7 +19,7 @@ from raystudy.analysis.agreement import metric_agreement, objective_spread
 from raystudy.analysis.cells import transfer_by_cell
 from raystudy.analysis.composition import composition_table
 from raystudy.analysis.correlations import transfer_correlations
-from raystudy.analysis.decoder_test import decoder_test_table
+from raystudy.analysis.decoder_table import decoder_test_table
 from raystudy.analysis.finding_rows import COLUMNS
 from raystudy.analysis.findings_locatello import (
     HYPERPARAMETER_SHARE,

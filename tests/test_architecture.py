@@ -1,5 +1,6 @@
-"""The import rules of docs/architecture.md hold: layers import downwards, no import circles,
-and the configuration, the pure cores and scoring never load Ray or MLflow.
+"""The import rules of docs/architecture.md hold: every module is in a layer, layers import
+downwards, no import circles, and the configuration, the pure cores and scoring never load Ray
+or MLflow.
 
 The layers and the forbidden imports are import-linter contracts in pyproject.toml; circles are
 found on grimp's import graph (the one import-linter builds), function-level imports included,
@@ -8,6 +9,7 @@ since a lazy import closes a circle as surely as a top-level one.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -16,6 +18,11 @@ from pathlib import Path
 
 import grimp
 import pytest
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: pytest's and import-linter's own TOML reader
+    import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -142,3 +149,38 @@ def test_import_linter_refuses_a_planted_import(
     result = _lint_imports(tmp_path)
     assert result.returncode != 0, result.stdout
     assert f"{contract} BROKEN" in result.stdout.splitlines(), result.stdout
+
+
+# --- every module is in a layer ----------------------------------------------------------------
+
+
+def layered_modules(pyproject: Path) -> set[str]:
+    """The modules the `layers` contract of pyproject.toml's import-linter names."""
+    config = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+    (contract,) = [c for c in config["tool"]["importlinter"]["contracts"] if c["id"] == "layers"]
+    return {m.strip() for layer in contract["layers"] for m in re.split(r"[|:]", layer)}
+
+
+def unlayered(package: Path, layered: set[str]) -> list[str]:
+    """The top-level modules and packages of `package` (a folder) that no layer names."""
+    found = {p.stem for p in package.glob("*.py") if p.name != "__init__.py"}
+    found |= {d.name for d in package.iterdir() if d.is_dir() and any(d.glob("*.py"))}
+    return sorted(f"{package.name}.{m}" for m in found - {m.split(".")[1] for m in layered})
+
+
+def test_every_module_is_in_a_layer() -> None:
+    """A module no layer names escapes the layers contract: anything may import it, and it
+    may import anything."""
+    missing = unlayered(ROOT / "raystudy", layered_modules(ROOT / "pyproject.toml"))
+    assert not missing, f"not in a layer of pyproject.toml's layers contract: {missing}"
+
+
+def test_an_unlayered_module_or_package_is_found(tmp_path: Path) -> None:
+    package = tmp_path / "raystudy"
+    (package / "sub").mkdir(parents=True)
+    (package / "__pycache__").mkdir()
+    for name in ("__init__.py", "cli.py", "_planted.py", "sub/__init__.py", "py.typed"):
+        (package / name).write_text("")
+    assert unlayered(package, {"raystudy.cli"}) == ["raystudy._planted", "raystudy.sub"]
+    assert unlayered(package, {"raystudy.cli", "raystudy._planted", "raystudy.sub"}) == []
+    assert "raystudy.cli" in layered_modules(ROOT / "pyproject.toml")

@@ -14,7 +14,7 @@ import pytest
 import torch
 from pydantic import ValidationError
 
-from raystudy.analysis.decoder_test import decoder_test_figure, decoder_test_table
+from raystudy.analysis.decoder_table import decoder_test_figure, decoder_test_table
 from raystudy.analysis.pipeline import DECODER_TEST_FILE, Settings, compute, write_analysis
 from raystudy.analysis.synthetic import schott_results
 from raystudy.data import get_dataset
@@ -24,7 +24,7 @@ from raystudy.models import build
 from raystudy.models.objectives.cascade_vae import category_head
 from raystudy.scoring import build_split, eval_scores
 from raystudy.spec import EvaluationConfig, TrainConfig, TrialConfig
-from raystudy.training.decoder_test import retrain_decoder
+from raystudy.training.decoder_retrain import retrain_decoder
 from raystudy.trials.common import decoder_test_scores
 
 CPU = torch.device("cpu")

@@ -96,6 +96,7 @@ def test_analyze_writes_parquet_and_prints_the_correlation_table(finished_study)
         "reading",
         "rank",
         "model",
+        "findings:",
         "figures",
         "writing",
         "logging",

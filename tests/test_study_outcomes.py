@@ -20,14 +20,13 @@ from types import SimpleNamespace
 import mlflow
 import optuna
 import pytest
-import typer
 from tiny import LIGHT, SMOKE, tiny
 
 from raystudy.checks import load_spec
-from raystudy.cli import _report
 from raystudy.keys import EVALUATED
 from raystudy.study.driver import StudyOutcome, _finish, check_optuna_study
 from raystudy.study.folder import StudyError, StudyInfo
+from raystudy.study.report import WARNING, outcome_report
 from raystudy.study.status import study_status
 from raystudy.tags import ROLE_TAG, STOPPED_TAG, TRIAL_ID_TAG, TRIAL_ROLE, equals
 from raystudy.tracking.writer import StudyTracker, default_uri
@@ -72,24 +71,37 @@ def outcome(states: dict[str, int], num_trials: int, tmp_path: Path) -> StudyOut
 
 
 def test_a_study_of_finished_and_stopped_trials_is_ok_and_offers_no_resume(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
 ) -> None:
     done = outcome({FINISHED: 2, "STOPPED": 2}, 4, tmp_path)
     assert done.ok and done.done == 4
-    _report(done, tmp_path)  # no typer.Exit: the command exits 0
-    said = " ".join(capsys.readouterr().out.split())
+    report = outcome_report(done, tmp_path)
+    assert report.exit_code == 0  # the command exits 0
+    said = " ".join(" ".join(line.text for line in report.lines).split())
     assert "2 finished, 2 stopped early" in said, said
     assert "2 trials were stopped early by the scheduler (ASHA)" in said, said
     assert STOPPED_TAG in said and "did not finish" not in said and "raystudy resume" not in said
 
     cut = outcome({FINISHED: 1, "STOPPED": 1, "UNFINISHED": 1, "ERROR": 1}, 4, tmp_path)
     assert not cut.ok
-    with pytest.raises(typer.Exit) as exited:
-        _report(cut, tmp_path)
-    assert exited.value.exit_code == 1
-    said = " ".join(capsys.readouterr().out.split())
+    report = outcome_report(cut, tmp_path)
+    assert report.exit_code == 1
+    last = report.lines[-1]
+    assert last.style == WARNING
+    said = " ".join(last.text.split())
     assert "2 of 4 trials did not finish" in said, said  # the stopped one is not among them
     assert f"raystudy resume s --output {tmp_path} --restart-errored" in said, said
+
+
+def test_optimize_refuses_a_grid_study_before_anything_starts(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from raystudy.cli import app
+
+    refused = CliRunner().invoke(app, ["optimize", str(SMOKE), "--output", str(tmp_path)])
+    assert refused.exit_code == 2
+    assert "search.method is 'grid'; this command runs optuna searches" in refused.output
+    assert not (tmp_path / "smoke").exists()
 
 
 def experiment_state(tune_dir: Path, trials: list[tuple[str, str, dict]]) -> None:

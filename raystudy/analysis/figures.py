@@ -16,7 +16,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from raystudy.analysis.columns import DECODER_TEST_HELDOUT_NLL, HELDOUT_NLL
-from raystudy.analysis.decoder_test import decoder_test_figure, decoder_test_table
+from raystudy.analysis.decoder_table import decoder_test_figure, decoder_test_table
 from raystudy.analysis.figures_models import (
     agreement_heatmaps,
     disentanglement_violins,

@@ -19,7 +19,7 @@ from raystudy.analysis.cells import transfer_by_cell
 from raystudy.analysis.columns import disentanglement_columns, downstream_columns, metric
 from raystudy.analysis.composition import composition_table
 from raystudy.analysis.correlations import correlation_table, transfer_correlations
-from raystudy.analysis.decoder_test import decoder_test_table
+from raystudy.analysis.decoder_table import decoder_test_table
 from raystudy.analysis.errors import AnalysisError
 from raystudy.analysis.figures import StudyFigure, study_figures
 from raystudy.analysis.findings import findings_table, order_findings
@@ -158,7 +158,7 @@ def compute(
     spread = objective_spread(done)
     decoder_test = decoder_test_table(finished(frame))
     composition = composition_table(finished(frame))
-    say("the papers' questions (Findings)")
+    say("findings: the papers' questions this study can answer, adjusted as one family")
     tables = PaperTables(r2, modularity, agreement, spread, decoder_test, composition)
     papers = paper_rows(
         done,

@@ -9,7 +9,7 @@ import pandas as pd
 
 from raystudy.analysis.columns import ERROR, METRIC, RUN_NAME
 from raystudy.analysis.groups import with_supervision
-from raystudy.study.folder import StudyError, StudyInfo
+from raystudy.study.folder import StudyInfo, check_store, study_path
 from raystudy.tracking.reader import trial_runs_table
 
 RESULTS_FILE = "results.parquet"
@@ -23,13 +23,7 @@ def load_results(study_dir: Path) -> pd.DataFrame:
     Reads the latest value of each metric, so `dis/*` and `transfer/*` are the final scores.
     """
     info = StudyInfo.read(study_dir)
-    store = info.tracking_uri.removeprefix("sqlite:///")
-    if info.tracking_uri.startswith("sqlite:///") and not Path(store).is_file():
-        # MLflow would silently create an empty store there and report no runs.
-        raise StudyError(
-            f"the MLflow store of study {info.name!r} is missing: {store} (study.json records "
-            "absolute paths: was the study folder moved or copied?)"
-        )
+    check_store(info)
     frame = trial_runs_table(info.tracking_uri, info.experiment_id)
     if frame.empty:
         return frame
@@ -42,7 +36,7 @@ def study_dir_of(study: str | Path, output: Path = Path("studies")) -> Path:
     path = Path(study)
     if (path / "study.json").is_file():
         return path.resolve()
-    return (Path(output) / study).resolve()
+    return study_path(output, str(study))
 
 
 def load(study: str | Path, output: Path = Path("studies")) -> pd.DataFrame:

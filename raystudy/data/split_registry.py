@@ -61,12 +61,6 @@ def register_split(
     return decorate
 
 
-def split_options(name: str) -> tuple[str, ...]:
-    """The options the built-in split ``name`` takes."""
-    SPLITS.get(name)
-    return _OPTIONS[name]
-
-
 def get_split(name: str, ds: GroundTruthDataset, options: Mapping[str, Any] | None = None) -> Split:
     """The built-in split ``name`` over dataset ``ds``, with ``options`` if it takes any."""
     factory = SPLITS.get(name)

@@ -2,7 +2,8 @@
 
 `make_plan` (estimate.py) groups the trials by what drives their cost (groups.py), times each
 group at small sizes (calibrate.py), extrapolates to the trials' sizes (extrapolate.py), and
-`format_plan` (report.py) says what was measured, where, and how it was scaled.
+`format_plan` (report.py) says what was measured, where, and how it was scaled. `plan_study`
+(study_plan.py) is the command itself: a spec file in, the text it prints out.
 """
 
 from raystudy.plan.estimate import Plan, make_plan

@@ -36,7 +36,14 @@ from raystudy.spec.trial_config import (
     TrialConfig,
 )
 from raystudy.spec.validate import MAX_TRIALS
-from raystudy.spec.yaml_io import MAX_DEPTH, MAX_NODES, apply_overrides, parse_yaml
+from raystudy.spec.yaml_io import (
+    MAX_DEPTH,
+    MAX_NODES,
+    OptionError,
+    apply_overrides,
+    parse_options,
+    parse_yaml,
+)
 
 __all__ = [
     "ALLOWED_TRACKING_URIS",
@@ -53,6 +60,7 @@ __all__ = [
     "ExecutionConfig",
     "KnownNames",
     "ModelConfig",
+    "OptionError",
     "ResourcesConfig",
     "SearchConfig",
     "SpecError",
@@ -65,6 +73,7 @@ __all__ = [
     "deep_merge",
     "expand_grid",
     "flatten",
+    "parse_options",
     "parse_yaml",
     "varying",
 ]

@@ -1,5 +1,6 @@
 """Reading a study file: YAML under the spec's rules (plain data, no repeated keys, bounded
-size and depth) and `--set dotted.path=value` overrides.
+size and depth), `--set dotted.path=value` overrides, and the `key=value` options of the
+commands that take no spec (`--option`, `evaluate --set`).
 """
 
 from __future__ import annotations
@@ -130,6 +131,25 @@ def apply_overrides(raw: dict[str, Any], overrides: Iterable[str], source: str) 
             node = child
         node[parts[-1]] = value
     return raw
+
+
+class OptionError(ValueError):
+    """A command's option whose value cannot be used; the message names the option."""
+
+
+def parse_options(items: Iterable[str], flag: str) -> dict[str, Any]:
+    """`key=value` pairs given with `flag`, each value parsed as YAML (as a spec's dataset
+    options are read); OptionError naming the flag and the pair for one that is not."""
+    options: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise OptionError(f"{flag} {item!r}: expected key=value")
+        try:
+            options[key] = parse_yaml(value)
+        except ValueError as exc:
+            raise OptionError(f"{flag} {key}: value is {exc}") from None
+    return options
 
 
 def read_spec_file(path: str | Path) -> dict[str, Any]:

@@ -109,6 +109,16 @@ def trial_resources(spec: StudySpec) -> dict[str, float]:
         raise StudyError(str(exc)) from None
 
 
+def check_search_method(spec: StudySpec, source: str | Path, methods: Sequence[str]) -> None:
+    """StudyError when the spec read from `source` searches in a way other than `methods`,
+    the searches of the command given it (`optimize` runs Optuna searches only)."""
+    if spec.search.method not in methods:
+        raise StudyError(
+            f"{source}: search.method is {spec.search.method!r}; this command runs "
+            f"{' or '.join(methods)} searches"
+        )
+
+
 def check_optuna_study(spec: StudySpec, overwrite: bool) -> None:
     """Refuse a new study whose `search.storage` already holds an Optuna study of its name
     (left by an earlier study, in another --output): Optuna would add to it, and its best

@@ -119,10 +119,27 @@ _INFO_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
 _RENAMED = {"num_trials": "num_tune_trials"}
 
 
+def study_path(output: str | Path, name: str) -> Path:
+    """The folder of the study `name` under `output` (absolute): where every command looks
+    for it, and where `run` creates it."""
+    return (Path(output) / name).resolve()
+
+
+def check_store(info: StudyInfo) -> None:
+    """StudyError when the study's sqlite store is missing: MLflow would silently create an
+    empty one there and report no runs."""
+    store = info.tracking_uri.removeprefix("sqlite:///")
+    if info.tracking_uri.startswith("sqlite:///") and not Path(store).is_file():
+        raise StudyError(
+            f"the MLflow store of study {info.name!r} is missing: {store} (study.json records "
+            "absolute paths: was the study folder moved or copied?)"
+        )
+
+
 def check_study_dir(output: Path, name: str, overwrite: bool) -> Path:
     """Where the study will live, checked without writing anything: StudyError when --output
     cannot hold it, or a study is there already and `overwrite` is not set."""
-    study_dir = (output / name).resolve()
+    study_dir = study_path(output, name)
     try:
         # The nearest folder that exists is where this study's folders will be made.
         existing = study_dir

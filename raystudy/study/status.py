@@ -1,12 +1,17 @@
-"""A study's trial counts by outcome, read from disk (what `raystudy status` shows)."""
+"""A study's trial counts by outcome, read from disk, and its MLflow runs by status: what
+`raystudy status` shows (`status_report`)."""
 
 from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
 
-from raystudy.study.folder import StudyInfo
-from raystudy.tune.state import PENDING, TUNE_DIR, tune_outcomes
+from raystudy.study.folder import StudyError, StudyInfo, check_store
+from raystudy.study.report import PROBLEM, WARNING, Line, Report, state_name
+from raystudy.tags import RUN_NAME_TAG, column
+from raystudy.tracking.reader import trial_runs_table
+from raystudy.tracking.retry import TrackingRejected, TrackingUnreachable
+from raystudy.tune.state import OUTCOMES, PENDING, TUNE_DIR, tune_outcomes
 
 
 def study_status(study_dir: Path) -> dict[str, int]:
@@ -22,3 +27,39 @@ def study_status(study_dir: Path) -> dict[str, int]:
     if info.num_tune_trials > sum(counts.values()):
         counts[PENDING] += info.num_tune_trials - sum(counts.values())
     return dict(counts)
+
+
+def run_statuses(study_dir: Path) -> dict[str, int]:
+    """The study's MLflow runs (trial and external) by status, most first. StudyError when its
+    sqlite store is missing; TrackingUnreachable or TrackingRejected when the store cannot be
+    read (a server down, a ${VAR} in its URI unset here)."""
+    info = StudyInfo.read(study_dir)
+    check_store(info)
+    runs = trial_runs_table(info.tracking_uri, info.experiment_id)
+    if runs.empty:
+        return {}
+    runs = runs.sort_values(column(RUN_NAME_TAG), kind="stable")  # as `analyze` reads them
+    return runs["status"].value_counts().to_dict()
+
+
+def status_report(study_dir: Path, name: str | None = None) -> Report:
+    """`raystudy status`: the study (`name`, default its folder's), its trial count and
+    folder, a line per outcome that has trials (Tune's view), then its MLflow runs by status.
+    StudyError for a folder that holds no readable study; a store that cannot be read is a
+    line of the report, after Tune's counts (exit code 2 for a missing sqlite store)."""
+    info = StudyInfo.read(study_dir)
+    counts = study_status(study_dir)
+    text = [f"Study {name or study_dir.name!r} ({info.num_tune_trials} trials) in {study_dir}"]
+    text += [f"  {state_name(s):13s} {counts[s]}" for s in OUTCOMES if counts.get(s)]
+    lines = [Line(t) for t in text]
+    try:
+        by_status = run_statuses(study_dir)
+    # Tune's counts above are still worth having (a store refused: e.g. a ${VAR} unset here).
+    except (TrackingUnreachable, TrackingRejected) as exc:
+        return Report([*lines, Line(f"  MLflow runs unknown: {exc}", WARNING)], 0)
+    except StudyError as exc:
+        return Report([*lines, Line(str(exc), PROBLEM)], 2)
+    if by_status:
+        runs = ", ".join(f"{v} {k.lower()}" for k, v in by_status.items())
+        lines.append(Line(f"  MLflow runs: {runs}"))
+    return Report(lines, 0)

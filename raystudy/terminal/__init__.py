@@ -1,6 +1,7 @@
 """What a study run shows on the terminal: a live display of its trials, while everything
 else the driver process prints (Ray, Tune's tables, worker output) goes to a log in the
-study folder (`<study>/logs/<command>-<time>.log`), which the run's summary names."""
+study folder (`<study>/logs/<command>-<time>.log`), which the run's summary names
+(`runs.run_watched`, `runs.resume_watched`)."""
 
 from __future__ import annotations
 

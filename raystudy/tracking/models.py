@@ -46,11 +46,6 @@ def registered_model_name(study: str) -> str:
     return f"raystudy-{study}"
 
 
-def model_uri(run_id: str) -> str:
-    """The URI that loads a trial's logged encoder."""
-    return f"runs:/{run_id}/{MODEL_NAME}"
-
-
 def _signature(example: np.ndarray, code_dim: int) -> ModelSignature:
     _, channels, height, width = example.shape
     images = TensorSpec(np.dtype(np.float32), (-1, channels, height, width), "images")

@@ -1,3 +1,4 @@
-"""Training: the loop that trains one model (`loop`) and the one that trains S models of one
-configuration as a single batched model (`stacked`). No Ray, no MLflow: progress goes to a
-callback, which the trials wire to Tune and MLflow."""
+"""Training: the loop that trains one model (`loop`), the one that trains S models of one
+configuration as a single batched model (`stacked`), and the decoder test's retraining of a
+trained model's decoder on its frozen encoder (`decoder_retrain`). No Ray, no MLflow: progress
+goes to a callback, which the trials wire to Tune and MLflow."""

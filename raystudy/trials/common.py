@@ -38,7 +38,7 @@ from raystudy.tags import (
     VERSION_TAG,
 )
 from raystudy.tracking.writer import TrialRun
-from raystudy.training.decoder_test import retrain_decoder
+from raystudy.training.decoder_retrain import retrain_decoder
 from raystudy.training.loop import TrainingDiverged
 
 
@@ -140,7 +140,7 @@ def decoder_test_scores(
     """Montero et al. (2022)'s decoder test of a trained model, when
     `evaluation.decoder_test_steps` asks for it (else nothing): its decoder, re-initialised to
     the weights it started training from, trained again on the frozen encoder's codes
-    (`training.decoder_test`), then scored on the eval/* images, as `eval/recon_decoder_test`
+    (`training.decoder_retrain`), then scored on the eval/* images, as `eval/recon_decoder_test`
     and, for a split with a held-out set, `eval/recon_decoder_test_heldout`."""
     ev = config.evaluation
     if not ev.decoder_test_steps or not ev.num_eval_images:

@@ -24,7 +24,7 @@ batch's categories minimise sum_i u[i, c_i] + category_balance * sum_k n_k (n_k 
 loss then trains on the chosen [z; c] (the K trial decodes carry no gradient, as in both
 codes). Evaluation, which has no batch to balance, gives each image its argmin_k u[i, k]
 (`CategoryCode.complete_code`, through `vae.reconstruction_logits`), as both codes'
-evaluation does; so does the decoder test (`training.decoder_test`). The head's `discrete`
+evaluation does; so does the decoder test (`training.decoder_retrain`). The head's `discrete`
 buffer records that the model trained past `discrete_from`, so that evaluation decodes with
 the code the decoder was trained on (0 before, a category after).
 

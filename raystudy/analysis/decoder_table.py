@@ -1,6 +1,6 @@
 """Montero et al. (NeurIPS 2022)'s decoder test, per model: the reconstruction NLL of the
 held-out combinations before and after the decoder was trained again on the frozen encoder's
-codes (`raystudy.training.decoder_test`), as `decoder_test.csv` and `decoder_test.png`.
+codes (`raystudy.training.decoder_retrain`), as `decoder_test.csv` and `decoder_test.png`.
 
 A retrained decoder that renders the held-out combinations much better than the end-to-end
 one says the decoder had failed and the codes were enough; one that does not says the codes

@@ -29,7 +29,7 @@ the paper's retraining runs the model's balanced matching instead, whose balance
 (0.001 nats a pair) rarely changes the choice.
 
 Knows neither Ray, MLflow nor the scoring: the trial scores the returned model with the same
-images and code as eval/recon and eval/recon_heldout (`raystudy.trials.decoder_test`).
+images and code as eval/recon and eval/recon_heldout (`raystudy.trials.common.decoder_test_scores`).
 """
 
 from __future__ import annotations

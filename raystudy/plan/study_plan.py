@@ -1,0 +1,54 @@
+"""`raystudy plan` from Python: a study file's plan (`make_plan`), made as the command makes it
+(this machine's timings cached for the next plan, the calibration kept within the command's
+budget) and returned as the text it prints."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from raystudy.checks import load_spec
+from raystudy.plan.cache import CalibrationCache, default_path
+from raystudy.plan.calibrate import Progress, calibration_budget
+from raystudy.plan.estimate import make_plan
+from raystudy.plan.report import format_plan
+from raystudy.spec import OptionError
+
+
+def plan_study(
+    spec: str | Path,
+    overrides: Sequence[str] | None = None,
+    *,
+    cpus: float | None = None,
+    gpus: float = 0.0,
+    calibrate: bool = True,
+    steps: int = 3,
+    budget: float = 60.0,
+    recalibrate: bool = False,
+    progress: Progress | None = None,
+) -> str:
+    """The plan of the study in `spec` (with `--set` `overrides`) on a cluster of `cpus`
+    (default: this machine's) and `gpus`, timed `steps` training steps per batch size when
+    `calibrate`, the whole within `budget` seconds of this process's start. OptionError for
+    a cluster that cannot be, SpecError for a spec that does not validate."""
+    # A cluster needs at least some CPU (min=0 would let 0 through), and a finite count.
+    if cpus is not None and not (cpus > 0 and math.isfinite(cpus)):
+        raise OptionError(
+            f"--cpus: must be a number greater than 0 (the cluster's CPUs), got {cpus:g}"
+        )
+    if not math.isfinite(gpus):
+        raise OptionError(f"--gpus: must be a finite number of GPUs (0 or more), got {gpus:g}")
+    study_spec = load_spec(spec, overrides or ())
+    result = make_plan(
+        study_spec,
+        cpus if cpus is not None else float(os.cpu_count() or 1),
+        gpus,
+        calibration_steps=steps if calibrate else None,
+        budget_s=calibration_budget(budget),
+        progress=progress,
+        cache=CalibrationCache(default_path()),
+        recalibrate=recalibrate,
+    )
+    return format_plan(result, study_spec.name)

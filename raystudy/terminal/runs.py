@@ -1,0 +1,59 @@
+"""A study run or resumed with its progress on the terminal (`raystudy run`, `optimize`,
+`resume`): the driver's other output goes to a log in the study folder, or, `verbose`, Ray's
+and Tune's own output is printed as they write it, with no display and no log."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+from raystudy.spec import StudySpec
+from raystudy.study.driver import StudyOutcome, resume_study, run_study
+from raystudy.study.folder import StudyInfo, load_study_spec
+from raystudy.terminal import log_path, watched
+
+
+def run_watched(
+    spec: StudySpec,
+    *,
+    output: Path = Path("studies"),
+    address: str | None = None,
+    overwrite: bool = False,
+    verbose: bool = False,
+) -> tuple[StudyOutcome, Path | None]:
+    """`run_study` with its progress shown; the outcome, and the log (None when `verbose`)."""
+    run = functools.partial(run_study, spec, output=output, address=address, overwrite=overwrite)
+    if verbose:
+        return run(), None
+    metric, _ = spec.search.first_target()
+    with watched(spec.name, spec.num_tune_trials(), command="run", metric=metric) as captured:
+        outcome = run(on_study_dir=lambda folder: captured.move_to(log_path(folder, "run")))
+    return outcome, captured.path
+
+
+def resume_watched(
+    study_dir: Path,
+    *,
+    name: str | None = None,
+    address: str | None = None,
+    restart_errored: bool = False,
+    verbose: bool = False,
+) -> tuple[StudyOutcome, Path | None]:
+    """`resume_study` with its progress shown (as `name`, default the folder's); the outcome,
+    and the log (None when `verbose`)."""
+    resume = functools.partial(
+        resume_study, study_dir, address=address, restart_errored=restart_errored
+    )
+    if verbose:
+        return resume(), None
+    info = StudyInfo.read(study_dir)
+    metric, _ = load_study_spec(study_dir).search.first_target()
+    with watched(
+        name or study_dir.name,
+        info.num_tune_trials,
+        command="resume",
+        metric=metric,
+        study_dir=study_dir,
+    ) as captured:
+        outcome = resume()
+    return outcome, captured.path
