@@ -86,6 +86,26 @@ CANDIDATES: dict[str, dict[str, Any]] = {
         "train.lr": 1e-3,
         "model.objective": "beta_vae",
     },
+    "32px lr 1e-3 beta-VAE beta 4": {
+        "dataset.options.resolution": 32,
+        "train.lr": 1e-3,
+        "train.batch_size": 32,
+        "model.objective": "beta_vae",
+        "model.beta": 4.0,
+    },
+    "32px lr 1e-3 beta-VAE beta 16": {
+        "dataset.options.resolution": 32,
+        "train.lr": 1e-3,
+        "train.batch_size": 32,
+        "model.objective": "beta_vae",
+        "model.beta": 16.0,
+    },
+    "32px lr 1e-3 batch 32 beta 4": {
+        "dataset.options.resolution": 32,
+        "train.lr": 1e-3,
+        "train.batch_size": 32,
+        "model.beta": 4.0,
+    },
 }
 
 NUM_TRAIN, NUM_TEST = 3000, 1000
