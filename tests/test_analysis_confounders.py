@@ -278,3 +278,30 @@ def test_adjusted_spearman_without_design_is_spearman() -> None:
     got = adjusted_spearman(frame, "a", "b")
     assert got.held_fixed == () and got.carried_by == ""
     assert got.estimate.value == pytest.approx(stats.spearmanr(frame["a"], frame["b"]).statistic)
+
+
+def test_a_sampled_axis_is_held_fixed_by_its_ranks_and_can_carry_a_correlation() -> None:
+    """An Optuna-like study: beta drawn from a continuous range, one value per trial. One
+    dummy per value would leave no degrees of freedom; its ranks hold it fixed in one column,
+    and a correlation that beta alone makes is confounded by it."""
+    rng = np.random.default_rng(8)
+    n = 40
+    beta = np.exp(rng.uniform(0.0, np.log(16.0), size=n))
+    frame = pd.DataFrame(
+        {
+            "status": "FINISHED",
+            "tags.mlflow.runName": [f"{i:03d}" for i in range(n)],
+            "params.model.objective": "beta_vae",
+            "params.model.beta": [f"{b:.6g}" for b in beta],
+            "params.seed": [str(i) for i in range(n)],
+            "params.split": "dittadi_hues",
+        }
+    )
+    covariates, held = dummies(frame, design_factors(frame))
+    assert held == ("model.beta",) and covariates.shape == (n, 1)
+    frame[DCI] = np.log(beta) + 0.3 * rng.normal(size=n)
+    frame[OOD1] = -np.log(beta) + 0.3 * rng.normal(size=n)
+    frame["metrics.dis/mig"] = frame[DCI]
+    row = _only(compute(frame, Settings(n_boot=100)).findings, DIS_OOD1)
+    assert row["value"] < -0.7 and row["p_holm"] < 0.001
+    assert row["verdict"] == CONFOUNDED and row["carried_by"] == "model.beta"

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
-from scipy.stats import spearmanr
+from scipy.stats import rankdata, spearmanr
 
 from raystudy.analysis.cells import CELL, SEPARATOR
 from raystudy.analysis.columns import (
@@ -34,7 +34,7 @@ from raystudy.analysis.design import design_factors, dummies
 from raystudy.analysis.inference import (
     Estimate,
     benjamini_hochberg,
-    partial_spearman,
+    residuals,
     rho_test,
 )
 from raystudy.keys import HELDOUT_SUFFIX
@@ -251,25 +251,47 @@ def _within_cells(
     x_columns: Sequence[str],
     results: dict[tuple[int, int], tuple[int, float, float, float]],
 ) -> dict[tuple[int, int], tuple[str, Estimate]]:
-    """(x index, y index) -> (factors held fixed, partial rho) for each answered cell; the
-    design dummies are built once per set of trials and x's own parameter is never held."""
+    """(x index, y index) -> (factors held fixed, partial rho) for each answered cell: the
+    design dummies are built, and the ranks of every column residualised on them, once per
+    set of trials (x's own parameter is never held fixed: a key of its own)."""
     present_x, present_y = np.isfinite(x), np.isfinite(y)
-    designs: dict[tuple[bytes, str], tuple[NDArray[np.float64], tuple[str, ...]]] = {}
-    out: dict[tuple[int, int], tuple[str, Estimate]] = {}
+    batches: dict[tuple[bytes, str], list[tuple[int, int]]] = {}
     for (j, k), (_, rho, _, _) in results.items():
         if not np.isfinite(rho):
             continue
         rows = present_x[:, j] & present_y[:, k]
         own = PARAM + short(x_columns[j])
         key = (np.packbits(rows).tobytes() + bytes([rows.size % 8]), own)
-        if key not in designs:
-            trials = sub[rows]
-            factors = [f for f in design_factors(trials) if f != own]
-            designs[key] = dummies(trials, factors)
-        covariates, held = designs[key]
-        estimate = partial_spearman(x[rows, j], y[rows, k], covariates)
-        out[(j, k)] = (", ".join(held), estimate)
+        batches.setdefault(key, []).append((j, k))
+    out: dict[tuple[int, int], tuple[str, Estimate]] = {}
+    for (_, own), pairs in batches.items():
+        j0, k0 = pairs[0]
+        rows = present_x[:, j0] & present_y[:, k0]
+        trials = sub[rows]
+        covariates, held = dummies(trials, [f for f in design_factors(trials) if f != own])
+        xs = sorted({j for j, _ in pairs})
+        ys = sorted({k for _, k in pairs})
+        rx = _rank_residuals(x[rows][:, xs], covariates)
+        ry = _rank_residuals(y[rows][:, ys], covariates)
+        n, dof = int(rows.sum()), covariates.shape[1]
+        for j, k in pairs:
+            a, b = rx[:, xs.index(j)], ry[:, ys.index(k)]
+            scale = float(np.sqrt((a @ a) * (b @ b)))
+            if scale <= 1e-12 * max(1, n) ** 2:  # a rank the design explains entirely
+                estimate = Estimate.missing(n, dof)
+            else:
+                estimate = rho_test(float(a @ b) / scale, n, dof)
+            out[(j, k)] = (", ".join(held), estimate)
     return out
+
+
+def _rank_residuals(
+    columns: NDArray[np.float64], covariates: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """Each column's average ranks minus their least-squares fit on an intercept and the
+    covariates (`inference.partial_spearman`, for many columns at once)."""
+    ranks = np.column_stack([rankdata(columns[:, c]) for c in range(columns.shape[1])])
+    return residuals(ranks.astype(np.float64), covariates)
 
 
 def heldout_nll_targets(frame: pd.DataFrame) -> pd.DataFrame:

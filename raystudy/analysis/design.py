@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
+from scipy import stats
 
 from raystudy.analysis.columns import OBJECTIVE, PARAM
 from raystudy.analysis.groups import SUPERVISION
@@ -63,7 +64,9 @@ def _levels(values: pd.Series) -> pd.Series:
 def dummies(
     frame: pd.DataFrame, factors: list[str], base: NDArray[np.float64] | None = None
 ) -> tuple[NDArray[np.float64], tuple[str, ...]]:
-    """(n, k) 0/1 columns: each factor's levels but its first, leaving out columns that an
+    """(n, k) columns: each factor's levels but its first as 0/1 dummies (a numeric axis
+    sampled at many values, as an Optuna or random search draws them, as its ranks: one
+    column), leaving out columns that an
     intercept, `base` (n, b) and the earlier columns already span (nested or aliased axes), so
     that intercept, base and dummies have full column rank; and the factors that kept a
     column (an axis aliased with `base` cannot be held fixed apart from it)."""
@@ -72,16 +75,32 @@ def dummies(
     columns: list[NDArray[np.float64]] = []
     used: list[str] = []
     for factor in factors:
-        onehot = pd.get_dummies(_levels(frame[factor]), drop_first=True, dtype=np.float64)
-        for name in onehot.columns:
-            candidate = np.column_stack([kept, onehot[name].to_numpy()])
+        for column in _encoded(frame[factor]):
+            candidate = np.column_stack([kept, column])
             if np.linalg.matrix_rank(candidate) == candidate.shape[1]:
                 kept = candidate
-                columns.append(onehot[name].to_numpy())
+                columns.append(column)
                 if factor not in used:
                     used.append(factor)
     matrix = np.column_stack(columns) if columns else np.empty((n, 0))
     return matrix, tuple(factor_name(f) for f in used)
+
+
+#: A numeric factor with more distinct values than this (and than a third of the trials) is a
+#: sampled axis, held fixed by its ranks rather than one dummy per value.
+MAX_LEVELS = 8
+
+
+def _encoded(values: pd.Series) -> list[NDArray[np.float64]]:
+    """The columns that hold one factor fixed: a dummy per level but the first, or, for a
+    numeric factor with more than MAX_LEVELS values (and a third of the rows) and none
+    missing, the ranks of its values."""
+    numbers = pd.to_numeric(values, errors="coerce")
+    distinct = int(numbers.nunique())
+    if numbers.notna().all() and distinct > max(MAX_LEVELS, len(values) // 3):
+        return [stats.rankdata(numbers.to_numpy(dtype=np.float64))]
+    onehot = pd.get_dummies(_levels(values), drop_first=True, dtype=np.float64)
+    return [onehot[name].to_numpy() for name in onehot.columns]
 
 
 @dataclass(frozen=True)

@@ -76,6 +76,9 @@ DITTADI = "dittadi2021"
 #: The order a study's Findings are shown in when its name names none of the papers.
 PAPER_ORDER = (DITTADI, "montero2021", "montero2022", "schott2022", "locatello2019")
 SEED = PARAM + "seed"
+#: Past this many, the seeds an observed effect needs are said as "more than" it: an
+#: approximation that far out says only that the effect is out of reach.
+MANY_SEEDS = 1000
 
 WEAK_RAISES_DIS = "weak_supervision_raises_disentanglement"
 DIS_OOD1 = "disentanglement_lowers_ood1_error"
@@ -461,7 +464,9 @@ def finding_parts(row: pd.Series) -> tuple[str, str, str]:
     if row["verdict"] in (INCONCLUSIVE, CONFOUNDED) and np.isfinite(row["detectable"]):
         size = "|rho|" if row["statistic"] in CORRELATIONS else "an effect"
         rest += f"; this n detects {size} >= {row['detectable']:.2f} ({POWER:.0%} power)"
-        if np.isfinite(row["more_seeds"]):
+        if np.isfinite(row["more_seeds"]) and row["more_seeds"] > MANY_SEEDS:
+            rest += f", the observed one needs over {MANY_SEEDS:,} more seeds"
+        elif np.isfinite(row["more_seeds"]):
             rest += f", the observed one needs ~{row['more_seeds']:.0f} more seeds"
     return str(row["text"]), str(row["verdict"]).capitalize(), f"{rest}. Paper: {row['paper']}."
 
