@@ -131,9 +131,12 @@ def _carrier(test: Test, covariates: dict[str, NDArray[np.float64]], pooled: Est
     return best
 
 
-def _adjusted(
+def held_fixed(
     test: Test, frame: pd.DataFrame, factors: list[str], base: NDArray[np.float64] | None
 ) -> Adjusted:
+    """`test` (a statistic of the covariates held fixed) with the dummies of `factors`
+    beside `base` (the tested columns, or None), what carries the pooled statistic, and no
+    statistic at all when a factor is aliased with a 0/1 `base` (`_aliased`)."""
     covariates, held = dummies(frame, factors, base)
     singles = {}
     # Supervision first: a coarser name for what the objective carries wins a tie with it.
@@ -149,7 +152,7 @@ def _adjusted(
     if aliased:
         # The tested variable and this factor move together in every trial: no statistic
         # can tell their effects apart, so none is given.
-        return Adjusted(Estimate.missing(pooled.n, len(held)), held, aliased[0])
+        return Adjusted(Estimate.missing(pooled.n, covariates.shape[1]), held, aliased[0])
     carried = _carrier(test, singles, pooled) if held else ""
     return Adjusted(test(covariates), held, carried)
 
@@ -189,7 +192,7 @@ def adjusted_spearman(
     def test(covariates: NDArray[np.float64]) -> Estimate:
         return partial_spearman(xs, ys, covariates)
 
-    return _adjusted(test, both, factors, None)
+    return held_fixed(test, both, factors, None)
 
 
 def adjusted_difference(
@@ -206,7 +209,7 @@ def adjusted_difference(
     def test(covariates: NDArray[np.float64]) -> Estimate:
         return difference_test(values, flag, covariates)
 
-    return _adjusted(test, rows, factors, flag[:, None].astype(np.float64))
+    return held_fixed(test, rows, factors, flag[:, None].astype(np.float64))
 
 
 def _numbers(frame: pd.DataFrame, column: str) -> NDArray[np.float64]:

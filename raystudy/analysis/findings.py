@@ -50,7 +50,7 @@ from raystudy.analysis.columns import (
     parse_transfer,
     short,
 )
-from raystudy.analysis.design import Adjusted, adjusted_difference, adjusted_spearman
+from raystudy.analysis.design import adjusted_difference, adjusted_spearman
 from raystudy.analysis.finding_rows import (
     COLUMNS,
     CONFOUNDED,
@@ -61,6 +61,7 @@ from raystudy.analysis.finding_rows import (
     YES,
     finding_row,
 )
+from raystudy.analysis.findings_shared import rho_estimates, seed_count
 from raystudy.analysis.groups import SUPERVISION
 from raystudy.analysis.inference import (
     ALPHA,
@@ -69,13 +70,11 @@ from raystudy.analysis.inference import (
     difference_test,
     holm,
     power,
-    rho_test,
 )
 
 DITTADI = "dittadi2021"
 #: The order a study's Findings are shown in when its name names none of the papers.
 PAPER_ORDER = (DITTADI, "montero2021", "montero2022", "schott2022", "locatello2019")
-SEED = PARAM + "seed"
 #: Past this many, the seeds an observed effect needs are said as "more than" it: an
 #: approximation that far out says only that the effect is out of reach.
 MANY_SEEDS = 1000
@@ -233,10 +232,6 @@ def _column(scores: pd.DataFrame, name: str) -> str:
     return metric(name) if metric(name) in scores.columns else name
 
 
-def _seeds(frame: pd.DataFrame) -> int:
-    return int(frame[SEED].nunique()) if SEED in frame.columns else 0
-
-
 def disentanglement_metric(frame: pd.DataFrame) -> str | None:
     """The column the questions use: DCI's D (`dis/dci_d`, the score of Dittadi et al.'s
     figures), else the first other disentanglement score the trials logged; None when none."""
@@ -309,7 +304,7 @@ def _weak_rows(
         pooled=Estimate(value, low, high, welch.p_value, welch.se, int(usable.sum())),
         n_text=f"{weak.size} + {unsupervised.size}",
         within=within,
-        n_seeds=_seeds(rows),
+        n_seeds=seed_count(rows),
     )
 
 
@@ -336,19 +331,8 @@ def _rho_row(
     with the design held fixed are that row's; what carries the pooled rho is found here."""
     x, y = _column(scores, cell["x"]), _column(scores, cell["y"])
     rows = _group_rows(scores, cell["group"])
-    found = adjusted_spearman(rows, x, y, exclude=(PARAM + cell["x"],))
-    n = int(cell["n"])
-    rho = float(cell["rho"])
-    pooled = Estimate(rho, cell["ci_low"], cell["ci_high"], cell["p_value"], rho_test(rho, n).se, n)
-    held = str(cell["held_fixed"]) if isinstance(cell["held_fixed"], str) else ""
-    inner = Estimate(
-        cell["within_rho"],
-        cell["within_ci_low"],
-        cell["within_ci_high"],
-        cell["within_p"],
-        found.estimate.se,
-        n,
-        found.estimate.k,
+    pooled, within = rho_estimates(
+        cell, adjusted_spearman(rows, x, y, exclude=(PARAM + cell["x"],))
     )
     both = rows[np.isfinite(_values(rows, x)) & np.isfinite(_values(rows, y))]
     return finding_row(
@@ -362,8 +346,8 @@ def _rho_row(
         y=cell["y"],
         group=cell["group"],
         pooled=pooled,
-        within=Adjusted(inner, tuple(h for h in held.split(", ") if h), found.carried_by),
-        n_seeds=_seeds(both),
+        within=within,
+        n_seeds=seed_count(both),
     )
 
 

@@ -36,8 +36,8 @@ from scipy import stats
 
 from raystudy.analysis.cells import CELL
 from raystudy.analysis.columns import PARAM, SPLIT
-from raystudy.analysis.design import Adjusted, dummies, factor_name
-from raystudy.analysis.inference import ALPHA, Estimate, rho_test
+from raystudy.analysis.design import Adjusted, held_fixed
+from raystudy.analysis.inference import ALPHA, Estimate, ols_coefficient, rho_test
 
 SEED = PARAM + "seed"
 
@@ -147,59 +147,17 @@ def rho_estimates(row: pd.Series, adjusted: Adjusted) -> tuple[Estimate, Adjuste
     return pooled, Adjusted(inner, adjusted.held_fixed, adjusted.carried_by)
 
 
-def coefficient_test(
-    values: NDArray[np.float64],
-    base: NDArray[np.float64],
-    covariates: NDArray[np.float64],
-    level: float = 1 - ALPHA,
-) -> Estimate:
-    """The coefficient of `base`'s last column in an OLS of `values` on an intercept, `base`
-    (n, b) and `covariates` (n, k), with its t interval and two-sided p (statsmodels); NaN
-    when the fit has no residual degrees of freedom."""
-    import statsmodels.api as sm  # heavy import, only here
-
-    n, k = values.size, covariates.shape[1]
-    design = np.column_stack([np.ones(n), base, covariates])
-    if n - design.shape[1] < 1 or np.linalg.matrix_rank(design) < design.shape[1]:
-        return Estimate.missing(n, k)
-    fit = sm.OLS(values, design).fit()
-    j = base.shape[1]
-    low, high = fit.conf_int(1 - level)[j]
-    return Estimate(
-        float(fit.params[j]),
-        float(low),
-        float(high),
-        float(fit.pvalues[j]),
-        float(fit.bse[j]),
-        n,
-        k,
-    )
-
-
 def held_fixed_coefficient(
     frame: pd.DataFrame,
     values: NDArray[np.float64],
     base: NDArray[np.float64],
     factors: list[str],
 ) -> tuple[Estimate, Adjusted]:
-    """`coefficient_test` over `frame`'s rows, pooled (no covariates) and with the dummies of
-    `factors` held fixed (those aliased with `base` left out, `design.dummies`), and the
-    factor that, held fixed alone, leaves the coefficient's smallest |z| when smaller than
-    the pooled one's (as `design.adjusted_difference` names it)."""
+    """`inference.ols_coefficient` of `base`'s last column over `frame`'s rows, pooled (no
+    covariates) and with the dummies of `factors` held fixed (`design.held_fixed`: those
+    aliased with `base` left out, and the factor that carries the pooled coefficient)."""
 
     def test(covariates: NDArray[np.float64]) -> Estimate:
-        return coefficient_test(values, base, covariates)
+        return ols_coefficient(values, base, covariates)
 
-    pooled = test(np.empty((len(frame), 0)))
-    covariates, held = dummies(frame, factors, base)
-    carried = ""
-    if held:
-        best = abs(pooled.value / pooled.se) if pooled.se > 0 else math.inf
-        for factor in factors:
-            matrix, used = dummies(frame, [factor], base)
-            if not used:
-                continue
-            alone = test(matrix)
-            if math.isfinite(alone.se) and alone.se > 0 and abs(alone.value / alone.se) < best:
-                carried, best = factor_name(factor), abs(alone.value / alone.se)
-    return pooled, Adjusted(test(covariates), held, carried)
+    return test(np.empty((len(frame), 0))), held_fixed(test, frame, factors, base)

@@ -124,19 +124,33 @@ def difference_test(
         t = float(welch.statistic)
         se = abs(value / t) if t else math.inf
         return Estimate(value, float(ci.low), float(ci.high), float(welch.pvalue), se, n, 0)
+    return ols_coefficient(values, indicator[:, None].astype(np.float64), covariates, level)
+
+
+def ols_coefficient(
+    values: NDArray[np.float64],
+    base: NDArray[np.float64],
+    covariates: NDArray[np.float64],
+    level: float = 1 - ALPHA,
+) -> Estimate:
+    """The coefficient of `base`'s last column in an OLS of `values` on an intercept, `base`
+    (n, b) and `covariates` (n, k), with its t interval and two-sided p (statsmodels); NaN
+    when the fit has no residual degrees of freedom or is rank-deficient."""
     import statsmodels.api as sm  # heavy import, only here
 
-    design = np.column_stack([np.ones(n), indicator.astype(np.float64), covariates])
-    if n - design.shape[1] < 1:
+    n, k = values.size, covariates.shape[1]
+    design = np.column_stack([np.ones(n), base, covariates])
+    if n - design.shape[1] < 1 or np.linalg.matrix_rank(design) < design.shape[1]:
         return Estimate.missing(n, k)
     fit = sm.OLS(values, design).fit()
-    low, high = fit.conf_int(1 - level)[1]
+    j = base.shape[1]
+    low, high = fit.conf_int(1 - level)[j]
     return Estimate(
-        float(fit.params[1]),
+        float(fit.params[j]),
         float(low),
         float(high),
-        float(fit.pvalues[1]),
-        float(fit.bse[1]),
+        float(fit.pvalues[j]),
+        float(fit.bse[j]),
         n,
         k,
     )
