@@ -14,11 +14,16 @@ from scipy import stats
 
 from raystudy.analysis.correlations import correlation_table
 from raystudy.analysis.design import Adjusted, adjusted_spearman, design_factors, dummies
-from raystudy.analysis.finding_rows import CONFOUNDED, INCONCLUSIVE, YES, finding_row
+from raystudy.analysis.finding_rows import (
+    CONFOUNDED,
+    INCONCLUSIVE,
+    YES,
+    adjusted_family,
+    finding_row,
+)
 from raystudy.analysis.findings import (
     DIS_OOD1,
     WEAK_RAISES_DIS,
-    adjusted_family,
     finding_lines,
 )
 from raystudy.analysis.groups import trial_groups

@@ -15,8 +15,8 @@ import pytest
 
 from raystudy.analysis.columns import disentanglement_columns
 from raystudy.analysis.correlations import correlation_table, transfer_correlations
+from raystudy.analysis.finding_rows import COLUMNS
 from raystudy.analysis.findings import (
-    COLUMNS,
     DIS_OOD1,
     DIS_OOD2,
     NO_FINDINGS,

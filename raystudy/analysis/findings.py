@@ -52,29 +52,22 @@ from raystudy.analysis.columns import (
 )
 from raystudy.analysis.design import adjusted_difference, adjusted_spearman
 from raystudy.analysis.finding_rows import (
-    COLUMNS,
     CONFOUNDED,
     CORRELATIONS,
-    FLOATS,
     INCONCLUSIVE,
-    NO,
-    YES,
+    PAPER_ORDER,
+    adjusted_family,
     finding_row,
 )
 from raystudy.analysis.findings_shared import rho_estimates, seed_count
 from raystudy.analysis.groups import SUPERVISION
 from raystudy.analysis.inference import (
-    ALPHA,
     POWER,
     Estimate,
     difference_test,
-    holm,
-    power,
 )
 
-DITTADI = "dittadi2021"
-#: The order a study's Findings are shown in when its name names none of the papers.
-PAPER_ORDER = (DITTADI, "montero2021", "montero2022", "schott2022", "locatello2019")
+DITTADI = PAPER_ORDER[0]
 #: Past this many, the seeds an observed effect needs are said as "more than" it: an
 #: approximation that far out says only that the effect is out of reach.
 MANY_SEEDS = 1000
@@ -156,70 +149,6 @@ def findings_table(
             *_proxy_rows(proxy_correlations, scores, short(dis), note),
         ]
     return adjusted_family([*rows, *extra_rows])
-
-
-def adjusted_family(rows: list[dict[str, object]]) -> pd.DataFrame:
-    """The rows as a table: Holm-adjusted p-values over the family, verdicts, and the power
-    of every row that is not a yes or a no."""
-    table = pd.DataFrame(rows, columns=[*COLUMNS, "_se", "_k", "_n_within"])
-    table["p_holm"] = holm(table["p_value"].to_numpy(dtype=np.float64))
-    table["within_p_holm"] = holm(table["within_p"].to_numpy(dtype=np.float64))
-    table["verdict"] = [verdict(row) for _, row in table.iterrows()]
-    # What carries a pooled statistic is named only where it decides the verdict.
-    table["carried_by"] = table["carried_by"].where(table["verdict"] == CONFOUNDED, "")
-    tests = int(np.isfinite(table["within_p"].to_numpy(dtype=np.float64)).sum())
-    for i, row in table.iterrows():
-        if row["verdict"] in (YES, NO):
-            continue
-        detectable, more = _power(row, tests)
-        table.loc[i, ["detectable", "more_seeds"]] = [detectable, more]
-    table = table[COLUMNS]
-    return table.astype({"n": "int64", "n_seeds": "int64", **dict.fromkeys(FLOATS, "float64")})
-
-
-def verdict(row: pd.Series) -> str:
-    """`yes` / `no` when the statistic with the design held fixed is significant after Holm's
-    adjustment (in the asked direction / the other); `confounded` when only the pooled one
-    is; else `inconclusive`."""
-    within_p = float(row["within_p_holm"])
-    if math.isfinite(within_p) and within_p < ALPHA:
-        positive = float(row["within_value"]) > 0.0
-        return YES if positive == (row["yes_if"] == "> 0") else NO
-    pooled_p = float(row["p_holm"])
-    if row["held_fixed"] and math.isfinite(pooled_p) and pooled_p < ALPHA:
-        return CONFOUNDED
-    return INCONCLUSIVE
-
-
-def _power(row: pd.Series, tests: int) -> tuple[float, float]:
-    """(smallest detectable effect, seeds to add for the observed one) of the decisive test,
-    at the Bonferroni level ALPHA / tests."""
-    estimate = Estimate(
-        float(row["within_value"]),
-        math.nan,
-        math.nan,
-        float(row["within_p"]),
-        float(row["_se"]),
-        int(row["_n_within"]),
-        int(row["_k"]),
-    )
-    got = power(estimate, correlation=row["statistic"] in CORRELATIONS, alpha=ALPHA / max(tests, 1))
-    if not math.isfinite(got.trials_needed):
-        return got.detectable, math.nan
-    n, seeds = int(row["n"]), int(row["n_seeds"]) or int(row["n"])
-    # Every seed added repeats the design once: n / seeds trials.
-    more = max(0.0, got.trials_needed - estimate.n) / (n / seeds)
-    return got.detectable, float(math.ceil(more))
-
-
-def order_findings(table: pd.DataFrame, study: str) -> pd.DataFrame:
-    """The study's own paper's Findings first (a study named after a paper, `montero2021`,
-    `schott2022_small`), then the others in `PAPER_ORDER`."""
-    own = next((p for p in PAPER_ORDER if study.lower().startswith(p)), None)
-    order = [own, *(p for p in PAPER_ORDER if p != own)] if own else list(PAPER_ORDER)
-    rank = {p: i for i, p in enumerate(order)}
-    keys = table["paper_id"].map(lambda p: rank.get(p, len(rank)))
-    return table.iloc[np.argsort(keys.to_numpy(), kind="stable")].reset_index(drop=True)
 
 
 def _with_noise(frame: pd.DataFrame) -> pd.DataFrame:

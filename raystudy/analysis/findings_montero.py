@@ -1,5 +1,7 @@
 """Montero et al.'s questions as Findings rows: "The role of disentanglement in generalisation"
-(ICLR 2021) and "Lost in Latent Space" (NeurIPS 2022).
+(ICLR 2021) and "Lost in Latent Space" (NeurIPS 2022). Both papers' questions stay in one
+module (~440 lines) because they read one table of conditions (`SPLIT_KINDS`: each split's
+kind, element / range / extrapolation) and say it the same way.
 
 Montero et al. 2021 hold combinations of factors out of training (recombination-to-element,
 -to-range, extrapolation; Sec. 2) and compare reconstruction NLL on training and held-out

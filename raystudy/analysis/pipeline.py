@@ -22,7 +22,8 @@ from raystudy.analysis.correlations import correlation_table, transfer_correlati
 from raystudy.analysis.decoder_table import decoder_test_table
 from raystudy.analysis.errors import AnalysisError
 from raystudy.analysis.figures import StudyFigure, study_figures
-from raystudy.analysis.findings import findings_table, order_findings
+from raystudy.analysis.finding_rows import order_findings
+from raystudy.analysis.findings import findings_table
 from raystudy.analysis.findings_papers import PaperTables, paper_rows
 from raystudy.analysis.groups import trial_groups, with_supervision
 from raystudy.analysis.r2_table import r2_modularity, r2_table
