@@ -298,7 +298,7 @@ def test_composition_refuses_the_decoder_test_and_pair_options() -> None:
     message = refusal("evaluation.decoder_test_steps=5")
     assert "evaluation.decoder_test_steps" in message and "set it to 0" in message
     message = refusal("model.k=2")
-    assert "model.k: objective 'composition' trains on composition triples" in message
+    assert "model.k: objective 'composition' does not read k (it reads: beta)" in message
     message = refusal("grid={model: [{objective: composition, kl_mode: symmetric_kl}]}")
     assert "model.kl_mode" in message and "grid point 0" in message
     # A base k read by the weakly supervised models of the grid is theirs, not refused.

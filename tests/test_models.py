@@ -175,6 +175,7 @@ def test_every_objective_builds_from_a_config_reading_only_its_fields() -> None:
         "cascade_vae",
         "lie_group_vae",
         "composition",
+        "info_vae",
     }
     assert set(OBJECTIVES.names()) == expected
     cfg = dict(beta=6.0, c_max=50.0, iteration_threshold=10, lambda_od=2.0, kl_mode="symmetric_kl")

@@ -132,7 +132,7 @@ def test_sound_distributions_still_load(tmp_path: Path, space: str) -> None:
         ),
         (
             "{model: [{objective: beta_vae, beta: {uniform: [0, 4]}},"
-            " {objective: factor_vae, gamma: {loguniform: [10, 100]}, k: {choice: [1, 0]}}]}",
+            " {objective: ada_gvae, beta: {loguniform: [1, 16]}, k: {choice: [1, 0]}}]}",
             "search.space.model[1].k",
             ["option #1 0", "greater than or equal to 1"],
         ),

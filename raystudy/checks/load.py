@@ -12,7 +12,8 @@ from typing import Any
 from raystudy.checks.composition import composition_problems
 from raystudy.checks.data import data_problems
 from raystudy.checks.metrics import readout_problems, search_metric_problems
-from raystudy.checks.names import known_names
+from raystudy.checks.model_options import foreign_option_problems
+from raystudy.checks.names import known_names, known_options
 from raystudy.checks.stacking import check_stackable
 from raystudy.data.check import DataChecker
 from raystudy.spec import SpecError, StudySpec
@@ -27,9 +28,13 @@ def validate_spec(raw: Any, source: str = "<spec>", check_data: bool = True) -> 
     `check_data` also builds each distinct dataset and split the trials use (opening dataset
     files): what a study needs before it starts, not what reading a finished one needs.
     """
-    expanded = validate_schema(raw, source, known_names())
+    expanded = validate_schema(raw, source, known_names(), known_options())
     spec, trials, points, label = expanded.spec, expanded.trials, expanded.points, expanded.label
     corner_trials, corners = expanded.corner_trials, expanded.corners
+    problems = foreign_option_problems(spec, trials, points, label)
+    problems += foreign_option_problems(spec, corner_trials, corners, "search.space corner")
+    if problems:
+        raise SpecError(source, distinct(problems))
     if check_data:
         checker = DataChecker()
         problems = data_problems(spec, corner_trials, corners, "search.space corner", checker)

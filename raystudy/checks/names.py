@@ -1,6 +1,7 @@
 """The registered names of each kind a spec names (datasets, splits, objectives,
 architectures, metrics, probes): what the schema checks names against, passed to it as its
-validation context (`raystudy.spec.trial_config.NAMES`)."""
+validation context (`raystudy.spec.trial_config.NAMES`), and the objectives' option models
+(`OPTIONS`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from raystudy.data import DATASETS, SPLITS
 from raystudy.metrics import INTERVENTION_METRICS, METRICS
 from raystudy.metrics.probes import PROBES
 from raystudy.models import ARCHITECTURES, OBJECTIVES
-from raystudy.spec import KnownNames
+from raystudy.models.objectives import objective_options
+from raystudy.spec import KnownNames, ObjectiveOptions
 
 
 def known_names() -> KnownNames:
@@ -21,3 +23,8 @@ def known_names() -> KnownNames:
         "metric": [*METRICS, *INTERVENTION_METRICS],
         "probe": list(PROBES),
     }
+
+
+def known_options() -> ObjectiveOptions:
+    """Each objective's options model, which validates the options of a trial's model."""
+    return objective_options()

@@ -27,13 +27,17 @@ from raystudy.spec.study_spec import (
 )
 from raystudy.spec.trial_config import (
     NAMES,
+    OPTIONS,
     SEED_LIMIT,
     DatasetConfig,
     EvaluationConfig,
     KnownNames,
     ModelConfig,
+    ObjectiveOptions,
+    StrictConfig,
     TrainConfig,
     TrialConfig,
+    option_problem,
 )
 from raystudy.spec.validate import MAX_TRIALS
 from raystudy.spec.yaml_io import (
@@ -52,6 +56,7 @@ __all__ = [
     "MAX_NODES",
     "MAX_TRIALS",
     "NAMES",
+    "OPTIONS",
     "SEED_LIMIT",
     "TRACKING_SCHEMES",
     "AshaConfig",
@@ -60,10 +65,12 @@ __all__ = [
     "ExecutionConfig",
     "KnownNames",
     "ModelConfig",
+    "ObjectiveOptions",
     "OptionError",
     "ResourcesConfig",
     "SearchConfig",
     "SpecError",
+    "StrictConfig",
     "StudySpec",
     "TrackingConfig",
     "TrainConfig",
@@ -73,6 +80,7 @@ __all__ = [
     "deep_merge",
     "expand_grid",
     "flatten",
+    "option_problem",
     "parse_options",
     "parse_yaml",
     "varying",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import typing
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -89,7 +89,9 @@ def problems_of(
             owner = _model_at(root, tuple(err["loc"])) if root else None
             field, sep, rest = msg.partition(": ")
             head = field.replace("[", ".").split(".")[0]
-            if owner is not None and sep and head in owner.model_fields:
+            # An objective's option is no declared field of the model block (ModelConfig).
+            named = head in owner.model_fields or _takes_options(owner) if owner else False
+            if owner is not None and sep and named and " " not in head:
                 loc = (*err["loc"], field)
                 problems.append((prefix + _loc(loc), rest))
                 continue
@@ -100,13 +102,32 @@ def problems_of(
     return problems
 
 
-def unknown_fields(raw: Mapping[str, Any], model: type[BaseModel], path: str) -> list[str]:
-    """Keys in the grid that the trial config does not have (checked before expansion)."""
+def _takes_options(model: type[BaseModel]) -> bool:
+    """Whether the block keeps keys it does not declare (the model block's objective options,
+    which the objectives' own models validate)."""
+    return model.model_config.get("extra") == "allow"
+
+
+def unknown_fields(
+    raw: Mapping[str, Any],
+    model: type[BaseModel],
+    path: str,
+    options: Sequence[str] | None = None,
+) -> list[str]:
+    """Keys in the grid that the trial config does not have (checked before expansion).
+    `options` are every objective's option names, the further keys of the model block; None
+    takes any key there (no objectives to ask)."""
     bad: list[str] = []
     for key, value in raw.items():
         where = f"{path}.{key}"
         field = model.model_fields.get(key)
         if field is None:
+            if _takes_options(model):
+                if options is None or key in options:
+                    continue
+                known = [*model.model_fields, *options]
+                bad.append(f"{where}: {unknown_name_message('field or option', key, known)}")
+                continue
             bad.append(f"{where}: {unknown_name_message('field', key, list(model.model_fields))}")
             continue
         sub = field.annotation
@@ -114,7 +135,7 @@ def unknown_fields(raw: Mapping[str, Any], model: type[BaseModel], path: str) ->
             for i, item in enumerate(value if isinstance(value, list) else [value]):
                 if isinstance(item, Mapping):
                     bad += unknown_fields(
-                        item, sub, f"{where}[{i}]" if isinstance(value, list) else where
+                        item, sub, f"{where}[{i}]" if isinstance(value, list) else where, options
                     )
     return bad
 

@@ -128,22 +128,30 @@ def _submodel(model: type[BaseModel] | None, name: Any) -> type[BaseModel] | Non
 
 
 def field_problem(
-    model: type[BaseModel], name: str, value: Any, context: Mapping[str, Any] | None = None
+    model: type[BaseModel],
+    name: str,
+    value: Any,
+    context: Mapping[str, Any] | None = None,
+    beside: Mapping[str, Any] | None = None,
 ) -> str | None:
     """Why field `name` of `model` refuses `value` on its own (None: it accepts it), under
     the validation `context` (the registered names, `raystudy.spec.trial_config.NAMES`).
 
     Only the field's own rules count: a rule of the whole block (checkpoint_every a multiple
     of report_every) depends on the spec's other values, which validate_schema checks with them.
+    An objective's option is judged by its objective's rules, given `beside` it
+    (``{"objective": "ada_gvae"}``); the block's check names the option (``"k: ..."``).
     """
     try:
-        model.model_validate({name: value}, context=context)
+        model.model_validate({**(beside or {}), name: value}, context=context)
     except ValidationError as exc:
-        messages = [
-            str(err["msg"]).removeprefix("Value error, ")
-            for err in exc.errors()
-            if err["loc"][:1] == (name,)
-        ]
+        messages = []
+        for err in exc.errors():
+            msg = str(err["msg"]).removeprefix("Value error, ")
+            if err["loc"][:1] == (name,):
+                messages.append(msg)
+            elif not err["loc"] and msg.startswith(f"{name}: "):
+                messages.append(msg.removeprefix(f"{name}: "))
         return " or ".join(dict.fromkeys(messages)) or None
     return None
 
@@ -168,20 +176,28 @@ def _check(
     owner: type[BaseModel] | None,
     name: Any,
     context: Mapping[str, Any] | None,
+    beside: Mapping[str, Any] | None = None,
 ) -> list[tuple[str, str]]:
-    """Problems of `node`, which sets field `name` of `owner` (None: a field we cannot see)."""
+    """Problems of `node`, which sets field `name` of `owner` (None: a field we cannot see)
+    in the mapping `beside`."""
     problems: list[tuple[str, str]] = []
     if is_distribution(node):
         kind, args = next(iter(node.items()))
         problem = argument_problem(kind, args)
         if problem is not None:
             return [(f"{path}.{kind}", problem)]
-        if owner is None or not isinstance(name, str) or name not in owner.model_fields:
+        if owner is None or not isinstance(name, str):
+            return []
+        # An option of the model block is judged with the objective written beside it; with
+        # none written there, by the trials (the spec's base objective).
+        option = name not in owner.model_fields and isinstance((beside or {}).get("objective"), str)
+        if name not in owner.model_fields and not option:
             return []  # an unknown field is reported by the spec's own field check
+        objective = {"objective": beside["objective"]} if option and beside else None
         refused = [
             f"{what} {value!r} ({why})"
             for what, value in reachable(kind, args)
-            if (why := field_problem(owner, name, value, context)) is not None
+            if (why := field_problem(owner, name, value, context, objective)) is not None
         ]
         if not refused:
             return []
@@ -194,7 +210,7 @@ def _check(
     if isinstance(node, Mapping):
         inner = _submodel(owner, name)
         for key, value in node.items():
-            problems += _check(value, f"{path}.{key}", inner, key, context)
+            problems += _check(value, f"{path}.{key}", inner, key, context, node)
     elif isinstance(node, list):
         if not node:
             problems.append((path, "an empty list of alternatives"))
@@ -205,7 +221,7 @@ def _check(
                 )
             else:
                 # An alternative sets the fields of the same block as the list it is in.
-                problems += _check(item, f"{path}[{i}]", owner, name, context)
+                problems += _check(item, f"{path}[{i}]", owner, name, context, beside)
     return problems
 
 

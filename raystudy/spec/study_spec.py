@@ -19,8 +19,8 @@ from raystudy.spec.trial_config import (
     NAME_MAX_LENGTH,
     NAME_PATTERN,
     SEED_LIMIT,
+    StrictConfig,
     TrialConfig,
-    _Strict,
     _TrialFields,
 )
 from raystudy.spec.url_secrets import (
@@ -31,7 +31,7 @@ from raystudy.spec.url_secrets import (
 )
 
 
-class AshaConfig(_Strict):
+class AshaConfig(StrictConfig):
     """Early stopping of poor trials on a metric reported during training (Li et al. 2020)."""
 
     metric: str = "train/loss"
@@ -50,7 +50,7 @@ class AshaConfig(_Strict):
         return self
 
 
-class SearchConfig(_Strict):
+class SearchConfig(StrictConfig):
     """grid: the `grid` field; random / optuna: `num_samples` draws from `space`."""
 
     method: Literal["grid", "random", "optuna"] = "grid"
@@ -128,7 +128,7 @@ class SearchConfig(_Strict):
         return self
 
 
-class ExecutionConfig(_Strict):
+class ExecutionConfig(StrictConfig):
     """How Tune runs the trials."""
 
     max_failures: int = Field(1, ge=0, description="retries of a failed trial from its checkpoint")
@@ -181,7 +181,7 @@ class ExecutionConfig(_Strict):
         return self
 
 
-class ResourcesConfig(_Strict):
+class ResourcesConfig(StrictConfig):
     cpu: float = Field(1.0, gt=0.0, description="CPUs per trial (also torch's thread count)")
     gpu: float = Field(
         0.0, ge=0.0, description="GPUs per trial, fractional to share one; ignored without GPUs"
@@ -278,7 +278,7 @@ def _postgres_driver(url: str, field: str) -> str:
     return url
 
 
-class TrackingConfig(_Strict):
+class TrackingConfig(StrictConfig):
     uri: str | None = Field(None, description="MLflow tracking URI; null -> sqlite in the study")
 
     @field_validator("uri")

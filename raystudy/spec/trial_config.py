@@ -9,16 +9,18 @@ configuration layer.
 
 from __future__ import annotations
 
+import difflib
 import itertools
 import typing
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import (
     AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
+    ValidationError,
     ValidationInfo,
     field_validator,
     model_validator,
@@ -40,7 +42,9 @@ def _takes_number_not_bool(annotation: Any) -> bool:
     return bool not in plain and any(a in (int, float) for a in plain)
 
 
-class _Strict(BaseModel):
+class StrictConfig(BaseModel):
+    """A config block: no unknown field, frozen, finite numbers, no boolean for a number."""
+
     # inf and nan are never a meaningful rate, weight, size or CPU count here.
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
@@ -78,7 +82,7 @@ def _known(kind: str, name: str, info: ValidationInfo) -> str:
     return name
 
 
-class DatasetConfig(_Strict):
+class DatasetConfig(StrictConfig):
     name: str = "color_dsprites"
     options: dict[str, Any] = Field(default_factory=dict)
 
@@ -88,133 +92,98 @@ class DatasetConfig(_Strict):
         return _known("dataset", v, info)
 
 
-class ModelConfig(_Strict):
-    """Objective and architecture by name, and the objectives' hyperparameters.
+class ModelConfig(StrictConfig):
+    """Objective and architecture by name, the code size, and the objective's options.
 
-    Each objective reads only the fields it names (`OBJECTIVES[name].hyperparameters`) and
-    ignores the others, so one grid can sweep several objectives. Defaults follow
-    disentanglement_lib's study configs where those fix a value.
+    An objective's options (``beta``, ``gamma``, ``k``, ...) are its own: each objective file
+    declares them, with their defaults and ranges, in its `ObjectiveParams` model
+    (`raystudy.models.objectives`), and reads only those. Here they are kept as written
+    (``model_extra``); a study's checks validate them against the objective's model, refuse an
+    option no objective has, and one written for an objective that does not read it
+    (`raystudy.checks.model_options`). The spec's base ``model`` section may hold options of
+    several objectives, as shared defaults for the objectives a grid sweeps; ``null`` is the
+    objective's default.
     """
+
+    # Options are the objectives' own fields, validated against their models (module doc).
+    model_config = ConfigDict(extra="allow", frozen=True, allow_inf_nan=False)
 
     objective: str = "beta_vae"
     architecture: str = "conv"
     latent_dim: int = Field(
         10, ge=1, le=1024, description="code size; gt_decoder and supervised: one per factor"
     )
-    beta: float = Field(
-        1.0,
-        ge=0.0,
-        description="weight of the KL (beta_vae, ada_gvae, ml_vae, lie_group_vae) or of the "
-        "TC (beta_tcvae)",
-    )
-    gamma: float | None = Field(
-        None,
-        gt=0.0,
-        description="annealed_vae: weight of |KL - C| (unset: 1000); "
-        "factor_vae: weight of the TC (unset: 10)",
-    )
-    c_max: float = Field(25.0, ge=0.0, description="annealed_vae: final capacity C in nats")
-    iteration_threshold: int = Field(
-        100_000, ge=1, description="annealed_vae: steps over which C grows from 0 to c_max"
-    )
-    lambda_od: float = Field(
-        10.0,
-        ge=0.0,
-        description="dip_vae_i / dip_vae_ii: off-diagonal covariance weight; the diagonal "
-        "weight is 10x (I) or 1x (II)",
-    )
-    lambda_mmd: float = Field(
-        10.0, ge=0.0, description="wae: weight of the MMD between q(z) and N(0, I)"
-    )
-    lambda_logvar: float = Field(
-        0.001,
-        ge=0.0,
-        description="wae: weight of the L1 penalty on the posterior log-variances",
-    )
-    beta_low: float = Field(
-        2.0, ge=0.0, description="cascade_vae: KL weight of a released code dimension"
-    )
-    beta_high: float = Field(
-        10.0, ge=0.0, description="cascade_vae: KL weight of a dimension not yet released"
-    )
-    release_every: int = Field(
-        20_000, ge=1, description="cascade_vae: steps between releases of one more dimension"
-    )
-    categories: int = Field(
-        3,
-        ge=0,
-        le=64,
-        description="cascade_vae: categories of the discrete code the decoder reads beside z "
-        "(0: no discrete code; otherwise >= 2)",
-    )
-    discrete_from: int = Field(
-        80_000,
-        ge=0,
-        description="cascade_vae: step from which each image gets the category that "
-        "reconstructs it best (a balanced matching per batch); before it the code is 0",
-    )
-    category_balance: float = Field(
-        0.001,
-        ge=0.0,
-        description="cascade_vae: weight of the penalty on pairs of a batch's images that "
-        "share a category, sum_k n_k (n_k - 1) / 2, in the matching",
-    )
-    lambda_hessian: float = Field(
-        40.0,
-        ge=0.0,
-        description="lie_group_vae: weight of sum_{i != j} ||A_i A_j||^2 / D^2 on the basis",
-    )
-    lambda_commute: float = Field(
-        0.0,
-        ge=0.0,
-        description="lie_group_vae: weight of sum_{i != j} ||A_i A_j - A_j A_i||^2 / D^2",
-    )
-    lambda_group_recon: float = Field(
-        0.1,
-        ge=0.0,
-        description="lie_group_vae: weight of ||encoder group features - vec exp(sum z_i A_i)||^2",
-    )
-    encoder_features_prob: float = Field(
-        0.2,
-        ge=0.0,
-        le=1.0,
-        description="lie_group_vae: fraction of training steps (drawn per step from a fixed "
-        "seed) on which the decoder reads the encoder's group features instead",
-    )
-    group_matrix_dim: int = Field(
-        10,
-        ge=1,
-        le=32,
-        description="lie_group_vae: m of the m x m group element the decoder reads (m^2 features)",
-    )
-    kl_mode: Literal["kl", "symmetric_kl"] = Field(
-        "kl", description="ada_gvae / ml_vae: divergence that decides the shared dimensions"
-    )
-    k: Annotated[int, Field(ge=1, strict=True)] | Literal["random"] = Field(
-        1,
-        description="ada_gvae / ml_vae: factors that differ within a pair; random: uniform "
-        "in 1..K-1 per pair",
-    )
+
+    @property
+    def options(self) -> dict[str, Any]:
+        """The objective options as written, without those left at the objective's default
+        (``null``)."""
+        return {k: v for k, v in (self.model_extra or {}).items() if v is not None}
 
     @field_validator("objective")
     @classmethod
     def _objective_known(cls, v: str, info: ValidationInfo) -> str:
         return _known("objective", v, info)
 
-    @field_validator("categories")
-    @classmethod
-    def _categories_not_one(cls, v: int) -> int:
-        if v == 1:
-            raise ValueError("categories: 0 (no discrete code) or >= 2; one category is no code")
-        return v
-
     @field_validator("architecture")
     @classmethod
     def _architecture_known(cls, v: str, info: ValidationInfo) -> str:
         return _known("architecture", v, info)
 
+    @model_validator(mode="after")
+    def _options_valid(self, info: ValidationInfo) -> ModelConfig:
+        # Without the objectives' models (a config re-read in a trial or the analysis, after
+        # its study was checked) the options are kept as they are.
+        schemas = (info.context or {}).get(OPTIONS)
+        if schemas is None:
+            return self
+        problem = option_problem(self.objective, self.options, schemas)
+        if problem is not None:
+            raise ValueError(problem)
+        return self
 
-class TrainConfig(_Strict):
+
+#: The validation-context key under which the checks pass each objective's options model
+#: (`{"objective_options": {"beta_vae": <its ObjectiveParams>, ...}}`), as `NAMES` passes
+#: the registered names.
+OPTIONS = "objective_options"
+ObjectiveOptions = Mapping[str, type[BaseModel]]
+
+
+def option_problem(
+    objective: str, options: Mapping[str, Any], schemas: ObjectiveOptions
+) -> str | None:
+    """ "<option>: <why>" for the first option that no objective has, or that `objective`
+    has and refuses; None when all are fine. Options of other objectives pass: the base
+    `model` section holds shared defaults (`raystudy.checks.model_options` refuses those
+    written for an objective that does not read them)."""
+    known = sorted({name for schema in schemas.values() for name in schema.model_fields})
+    own = schemas.get(objective)
+    reads = sorted(own.model_fields) if own is not None else []
+    for name in options:
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            return (
+                f"{name}: no objective has this option; objective {objective!r} reads "
+                f"{', '.join(reads) or 'none'}{hint}"
+            )
+    if own is None:
+        return None
+    mine = {k: v for k, v in options.items() if k in own.model_fields}
+    try:
+        own.model_validate(mine)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        # the option's name; deeper parts name a branch of its type ("constrained-int")
+        where = str(err["loc"][0]) if err["loc"] else "options"
+        message = str(err["msg"]).removeprefix("Value error, ")
+        got = f" (got {err['input']!r})" if "input" in err and err["loc"] else ""
+        return f"{where}: {message}{got} (objective {objective!r})"
+    return None
+
+
+class TrainConfig(StrictConfig):
     steps: int = Field(500, ge=0, description="0: no training (dry runs, reference models)")
     batch_size: int = Field(64, ge=1)
     lr: float = Field(1e-4, gt=0.0)
@@ -287,7 +256,7 @@ MetricName = Annotated[str, AfterValidator(_metric_known)]
 ProbeName = Annotated[str, AfterValidator(_probe_known)]
 
 
-class EvaluationConfig(_Strict):
+class EvaluationConfig(StrictConfig):
     metrics: list[MetricName] = Field(default_factory=lambda: ["dci", "mig"])
     probes: list[ProbeName] = Field(default_factory=lambda: ["gbt", "mlp"])
     num_train: int = Field(10000, ge=10, description="points the dis/* metrics train on")
@@ -322,7 +291,7 @@ class EvaluationConfig(_Strict):
         return self
 
 
-class _TrialFields(_Strict):
+class _TrialFields(StrictConfig):
     dataset: DatasetConfig = Field(default_factory=DatasetConfig)
     split: str | dict[str, Any] = "iid"
     model: ModelConfig = Field(default_factory=ModelConfig)

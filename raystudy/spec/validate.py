@@ -24,7 +24,7 @@ from raystudy.spec.problems import (
 )
 from raystudy.spec.search_space import bound_points, random_points
 from raystudy.spec.study_spec import AshaConfig, StudySpec
-from raystudy.spec.trial_config import NAMES, KnownNames, TrialConfig
+from raystudy.spec.trial_config import NAMES, OPTIONS, KnownNames, ObjectiveOptions, TrialConfig
 from raystudy.spec.yaml_io import shape_problem
 
 #: Every trial is validated here, then scheduled by Tune and tracked by MLflow one by one: a
@@ -46,14 +46,23 @@ class Expanded:
     corners: list[dict[str, Any]]
 
 
-def validate_schema(raw: Any, source: str, names: KnownNames | None) -> Expanded:
+def validate_schema(
+    raw: Any,
+    source: str,
+    names: KnownNames | None,
+    options: ObjectiveOptions | None = None,
+) -> Expanded:
     """The spec and its trials, each validated on its own and together as far as the schema
     can say; SpecError naming every problem with file and field.
 
     `names` are the registered names of each kind (`raystudy.checks.names`), checked in every
-    trial; None checks no name. What needs datasets, models or metrics is not checked here.
+    trial; None checks no name. `options` are the objectives' option models, which validate
+    each trial's model options; None checks none. What needs datasets, models or metrics is
+    not checked here.
     """
-    context = {NAMES: names} if names is not None else None
+    context: dict[str, Any] | None = None
+    if names is not None or options is not None:
+        context = {NAMES: names, OPTIONS: options}
     if not isinstance(raw, Mapping):
         raise SpecError(source, [("", f"a study spec is a mapping, got {type(raw).__name__}")])
     shape = shape_problem(raw)
@@ -63,8 +72,11 @@ def validate_schema(raw: Any, source: str, names: KnownNames | None) -> Expanded
         spec = StudySpec.model_validate(raw, context=context)
     except ValidationError as exc:
         raise SpecError(source, problems_of(exc, root=StudySpec)) from None
-    unknown = unknown_fields(spec.grid, TrialConfig, "grid")
-    unknown += unknown_fields(spec.search.space, TrialConfig, "search.space")
+    option_names = (
+        sorted({o for m in options.values() for o in m.model_fields}) if options else None
+    )
+    unknown = unknown_fields(spec.grid, TrialConfig, "grid", option_names)
+    unknown += unknown_fields(spec.search.space, TrialConfig, "search.space", option_names)
     if unknown:
         raise SpecError(source, [(u.split(": ", 1)[0], u.split(": ", 1)[1]) for u in unknown])
     if spec.search.method != "grid" and spec.grid:

@@ -1,48 +1,48 @@
-"""Training objectives of the VAE family; one file each, registered by name."""
+"""Training objectives of the VAE family; one file each, registered by name.
+
+Every module of this package is imported here, and each objective module registers its
+objective on import: a new objective is one new file (its options model, its loss, its
+`@OBJECTIVES.register`), listed nowhere else.
+"""
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from typing import TYPE_CHECKING, Any
 
-# The objective modules register themselves on import.
-from raystudy.models.objectives import (  # noqa: F401
-    ada_gvae,
-    annealed_vae,
-    beta_tcvae,
-    beta_vae,
-    cascade_vae,
-    composition,
-    dip_vae,
-    factor_vae,
-    gt_decoder,
-    lie_group_vae,
-    ml_vae,
-    supervised,
-    wae,
-)
-from raystudy.models.objectives.base import Batch, LossTerms, Objective, PairK
+from raystudy.models.objectives.base import Batch, LossTerms, Objective, ObjectiveParams, PairK
 from raystudy.models.objectives.registry import OBJECTIVES
+
+for _module in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_module.name}")
 
 if TYPE_CHECKING:
     from raystudy.spec import ModelConfig
 
 
-def get_objective(name: str, **params: Any) -> Objective:
-    """The objective `name` with the given hyperparameters (only those it reads)."""
+def get_objective(name: str, **options: Any) -> Objective:
+    """The objective `name` with the given options (only those it reads; ValueError naming
+    the objective for any other)."""
     cls = OBJECTIVES.get(name)
-    unknown = sorted(set(params) - set(cls.hyperparameters))
+    unknown = sorted(set(options) - set(cls.hyperparameters))
     if unknown:
         reads = ", ".join(cls.hyperparameters) or "none"
-        raise ValueError(f"objective {name!r} has no hyperparameter {unknown}; it reads: {reads}")
-    return cls(**params)
+        raise ValueError(f"objective {name!r} has no option {unknown}; it reads: {reads}")
+    return cls(**options)
 
 
 def objective_from_config(config: ModelConfig) -> Objective:
-    """The objective of a `ModelConfig`, reading only its own fields; a field left unset
-    (None) keeps the objective's default."""
+    """The objective of a `ModelConfig` with its own options; the options of other
+    objectives (shared defaults of a grid's base `model` section) are not its to read."""
     cls = OBJECTIVES.get(config.objective)
-    params = {h: getattr(config, h) for h in cls.hyperparameters}
-    return cls(**{h: v for h, v in params.items() if v is not None})
+    return cls(**{k: v for k, v in config.options.items() if k in cls.hyperparameters})
+
+
+def objective_options() -> dict[str, type[ObjectiveParams]]:
+    """Each registered objective's options model, for validating specs
+    (`raystudy.spec.OPTIONS`)."""
+    return {name: cls.Params for name, cls in OBJECTIVES.items()}
 
 
 __all__ = [
@@ -50,7 +50,9 @@ __all__ = [
     "Batch",
     "LossTerms",
     "Objective",
+    "ObjectiveParams",
     "PairK",
     "get_objective",
     "objective_from_config",
+    "objective_options",
 ]

@@ -16,8 +16,9 @@ from __future__ import annotations
 from typing import ClassVar
 
 import torch
+from pydantic import Field
 
-from raystudy.models.objectives.base import Batch, LossTerms, Objective
+from raystudy.models.objectives.base import Batch, LossTerms, Objective, ObjectiveParams
 from raystudy.models.objectives.registry import OBJECTIVES
 from raystudy.models.vae import VAE, bernoulli_nll, gaussian_kl
 
@@ -27,19 +28,21 @@ def capacity(step: int, c_max: float, iteration_threshold: int) -> float:
     return min(c_max, c_max * step / iteration_threshold)
 
 
+class AnnealedVAEParams(ObjectiveParams):
+    gamma: float = Field(1000.0, gt=0.0, description="weight of |KL - C|")
+    c_max: float = Field(25.0, ge=0.0, description="final capacity C in nats")
+    iteration_threshold: int = Field(
+        100_000, ge=1, description="steps over which C grows from 0 to c_max"
+    )
+
+
 @OBJECTIVES.register("annealed_vae")
 class AnnealedVAE(Objective):
-    hyperparameters: ClassVar[tuple[str, ...]] = ("gamma", "c_max", "iteration_threshold")
+    Params = AnnealedVAEParams
     loss_weights: ClassVar[tuple[str, ...]] = ("gamma",)
-
-    def __init__(
-        self, gamma: float = 1000.0, c_max: float = 25.0, iteration_threshold: int = 100_000
-    ) -> None:
-        if iteration_threshold < 1:
-            raise ValueError(f"iteration_threshold must be >= 1, got {iteration_threshold}")
-        self.gamma = float(gamma)
-        self.c_max = float(c_max)
-        self.iteration_threshold = int(iteration_threshold)
+    gamma: float
+    c_max: float
+    iteration_threshold: int
 
     def __call__(
         self, model: VAE, batch: Batch, *, step: int = 0, kl_weight: float = 1.0

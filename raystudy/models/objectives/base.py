@@ -18,8 +18,12 @@ Class attributes tell the loop and the trial what an objective needs: ``pairs`` 
 images differing in ``k`` factors, see ``pair_k``), ``code_is_factor_sized`` (the code has one
 dimension per ground-truth factor, whatever ``latent_dim`` says), ``code_is_ground_truth``
 (the representation *is* the normalised factors) and ``triples`` (composition triples, see
-`raystudy.data.composition`). ``hyperparameters`` names the `ModelConfig`
-fields an objective reads; no other field reaches it.
+`raystudy.data.composition`).
+
+An objective's options (its hyperparameters) are declared once, with defaults, ranges and a
+description each, in its nested ``Params`` model (an `ObjectiveParams`); the constructor takes
+them as keyword arguments and validates them there, and ``hyperparameters`` lists them. A
+study's `model` section passes each objective only its own (`objective_from_config`).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ import torch
 from torch import nn
 
 from raystudy.models.vae import VAE
+from raystudy.spec import StrictConfig
 
 #: How many factors differ within a pair: a fixed number, or "random" (uniform in 1..K-1).
 PairK = int | Literal["random"]
@@ -82,6 +87,11 @@ class LossTerms:
         return {k: v.detach() for k, v in out.items()}
 
 
+class ObjectiveParams(StrictConfig):
+    """An objective's options: each a field with its default, range and description. An
+    objective without options keeps this empty model."""
+
+
 class Objective(ABC):
     #: True when the objective trains on pairs of images that differ in k factors.
     pairs: ClassVar[bool] = False
@@ -103,12 +113,31 @@ class Objective(ABC):
     #: True when the objective trains on composition triples (reference, transform, action,
     #: target) instead of single images (`raystudy.data.composition`).
     triples: ClassVar[bool] = False
-    #: The `ModelConfig` fields this objective reads (keyword arguments of its constructor).
+    #: The objective's options, their defaults and ranges: the one place they are declared.
+    Params: ClassVar[type[ObjectiveParams]] = ObjectiveParams
+    #: The option names (`Params`' fields), which the constructor takes as keywords.
     hyperparameters: ClassVar[tuple[str, ...]] = ()
     #: The hyperparameters that only weight a term of the loss. Models of one stack may differ
     #: in these (`execution.stack_over`): a batched pass hands each model its own value as
     #: one tensor of per-model values (`with_weights`), which a plain product accepts.
     loss_weights: ClassVar[tuple[str, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.hyperparameters = tuple(cls.Params.model_fields)
+
+    def __init__(self, **options: Any) -> None:
+        """Validate `options` against `Params` (ValueError naming the option) and keep each
+        as an attribute; an option not given takes its default there."""
+        unknown = sorted(set(options) - set(self.hyperparameters))
+        if unknown:
+            reads = ", ".join(self.hyperparameters) or "none"
+            raise ValueError(
+                f"{type(self).__name__} has no option {', '.join(unknown)}; it reads: {reads}"
+            )
+        params = self.Params.model_validate(options)
+        for name in self.hyperparameters:
+            setattr(self, name, getattr(params, name))
 
     @property
     def pair_k(self) -> PairK | None:

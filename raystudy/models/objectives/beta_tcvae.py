@@ -25,8 +25,9 @@ import math
 from typing import ClassVar
 
 import torch
+from pydantic import Field
 
-from raystudy.models.objectives.base import Batch, LossTerms, Objective
+from raystudy.models.objectives.base import Batch, LossTerms, Objective, ObjectiveParams
 from raystudy.models.objectives.registry import OBJECTIVES
 from raystudy.models.vae import VAE, bernoulli_nll, gaussian_kl, gaussian_log_density
 
@@ -41,13 +42,15 @@ def total_correlation(z: torch.Tensor, mu: torch.Tensor, logvar: torch.Tensor) -
     return (log_qz - log_marginals).mean()
 
 
+class BetaTCVAEParams(ObjectiveParams):
+    beta: float = Field(1.0, ge=0.0, description="weight of the TC (1: the plain ELBO)")
+
+
 @OBJECTIVES.register("beta_tcvae")
 class BetaTCVAE(Objective):
-    hyperparameters: ClassVar[tuple[str, ...]] = ("beta",)
+    Params = BetaTCVAEParams
     loss_weights: ClassVar[tuple[str, ...]] = ("beta",)
-
-    def __init__(self, beta: float = 1.0) -> None:
-        self.beta = float(beta)
+    beta: float
 
     def __call__(
         self, model: VAE, batch: Batch, *, step: int = 0, kl_weight: float = 1.0

@@ -12,18 +12,22 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from raystudy.models.objectives.base import Batch, LossTerms, Objective
+from pydantic import Field
+
+from raystudy.models.objectives.base import Batch, LossTerms, Objective, ObjectiveParams
 from raystudy.models.objectives.registry import OBJECTIVES
 from raystudy.models.vae import VAE, bernoulli_nll, gaussian_kl
 
 
+class BetaVAEParams(ObjectiveParams):
+    beta: float = Field(1.0, ge=0.0, description="weight of the KL")
+
+
 @OBJECTIVES.register("beta_vae")
 class BetaVAE(Objective):
-    hyperparameters: ClassVar[tuple[str, ...]] = ("beta",)
+    Params = BetaVAEParams
     loss_weights: ClassVar[tuple[str, ...]] = ("beta",)
-
-    def __init__(self, beta: float = 1.0) -> None:
-        self.beta = float(beta)
+    beta: float
 
     def __call__(
         self, model: VAE, batch: Batch, *, step: int = 0, kl_weight: float = 1.0
@@ -36,8 +40,6 @@ class BetaVAE(Objective):
 
 @OBJECTIVES.register("vae")
 class PlainVAE(BetaVAE):
-    hyperparameters: ClassVar[tuple[str, ...]] = ()
+    Params = ObjectiveParams
     loss_weights: ClassVar[tuple[str, ...]] = ()
-
-    def __init__(self) -> None:
-        super().__init__(beta=1.0)
+    beta = 1.0

@@ -57,10 +57,11 @@ import math
 from typing import ClassVar
 
 import torch
+from pydantic import Field, field_validator
 from torch import nn
 from torch.nn import functional as F
 
-from raystudy.models.objectives.base import Batch, LossTerms, Objective
+from raystudy.models.objectives.base import Batch, LossTerms, Objective, ObjectiveParams
 from raystudy.models.objectives.category_matching import balanced_categories
 from raystudy.models.objectives.registry import OBJECTIVES
 from raystudy.models.vae import VAE, bernoulli_nll, gaussian_kl
@@ -130,42 +131,53 @@ def category_head(model: VAE) -> CategoryCode | None:
     return None
 
 
+class CascadeVAEParams(ObjectiveParams):
+    beta_low: float = Field(2.0, ge=0.0, description="KL weight of a released code dimension")
+    beta_high: float = Field(10.0, ge=0.0, description="KL weight of a dimension not yet released")
+    release_every: int = Field(
+        20_000, ge=1, description="steps between releases of one more dimension"
+    )
+    categories: int = Field(
+        3,
+        ge=0,
+        le=64,
+        description="categories of the discrete code the decoder reads beside z (0: no "
+        "discrete code; otherwise >= 2)",
+    )
+    discrete_from: int = Field(
+        80_000,
+        ge=0,
+        description="step from which each image gets the category that reconstructs it best "
+        "(a balanced matching per batch); before it the code is 0",
+    )
+    category_balance: float = Field(
+        0.001,
+        ge=0.0,
+        description="weight of the penalty on pairs of a batch's images that share a "
+        "category, sum_k n_k (n_k - 1) / 2, in the matching",
+    )
+
+    @field_validator("categories")
+    @classmethod
+    def _not_one(cls, v: int) -> int:
+        if v == 1:
+            raise ValueError("0 (no discrete code) or >= 2; one category is no code")
+        return v
+
+
 @OBJECTIVES.register("cascade_vae")
 class CascadeVAE(Objective):
-    hyperparameters: ClassVar[tuple[str, ...]] = (
-        "beta_low",
-        "beta_high",
-        "release_every",
-        "categories",
-        "discrete_from",
-        "category_balance",
-    )
+    Params = CascadeVAEParams
     loss_weights: ClassVar[tuple[str, ...]] = ("beta_low", "beta_high")
+    beta_low: float
+    beta_high: float
+    release_every: int
+    categories: int
+    discrete_from: int
+    category_balance: float
 
-    def __init__(
-        self,
-        beta_low: float = 2.0,
-        beta_high: float = 10.0,
-        release_every: int = 20_000,
-        categories: int = 3,
-        discrete_from: int = 80_000,
-        category_balance: float = 0.001,
-    ) -> None:
-        if release_every < 1:
-            raise ValueError(f"release_every must be >= 1, got {release_every}")
-        if categories < 0 or categories == 1:
-            raise ValueError(f"categories must be 0 (no discrete code) or >= 2, got {categories}")
-        if discrete_from < 0 or category_balance < 0:
-            raise ValueError(
-                f"discrete_from and category_balance must be >= 0, got {discrete_from} and "
-                f"{category_balance}"
-            )
-        self.beta_low = float(beta_low)
-        self.beta_high = float(beta_high)
-        self.release_every = int(release_every)
-        self.categories = int(categories)
-        self.discrete_from = int(discrete_from)
-        self.category_balance = float(category_balance)
+    def __init__(self, **options: float) -> None:
+        super().__init__(**options)
         self.unbatchable_from = self.discrete_from if self.categories else math.inf
 
     def decoder_head(self, latent_dim: int) -> nn.Module | None:

@@ -27,9 +27,10 @@ from __future__ import annotations
 from typing import ClassVar
 
 import torch
+from pydantic import Field
 from torch import nn
 
-from raystudy.models.objectives.base import Batch, LossTerms, Objective
+from raystudy.models.objectives.base import Batch, LossTerms, Objective, ObjectiveParams
 from raystudy.models.objectives.registry import OBJECTIVES
 from raystudy.models.vae import VAE, bernoulli_nll, gaussian_kl
 
@@ -77,14 +78,16 @@ def compose(
     return model.decode(h), mu, logvar
 
 
+class CompositionParams(ObjectiveParams):
+    beta: float = Field(1.0, ge=0.0, description="weight of the KL of both images' codes")
+
+
 @OBJECTIVES.register("composition")
 class Composition(Objective):
-    hyperparameters: ClassVar[tuple[str, ...]] = ("beta",)
+    Params = CompositionParams
     loss_weights: ClassVar[tuple[str, ...]] = ("beta",)
     triples: ClassVar[bool] = True
-
-    def __init__(self, beta: float = 1.0) -> None:
-        self.beta = float(beta)
+    beta: float
 
     def latent_transform(self, latent_dim: int, num_factors: int) -> nn.Module:
         return LatentComposition(latent_dim, num_factors)

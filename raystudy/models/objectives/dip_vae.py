@@ -22,8 +22,9 @@ from __future__ import annotations
 from typing import ClassVar
 
 import torch
+from pydantic import Field
 
-from raystudy.models.objectives.base import Batch, LossTerms, Objective
+from raystudy.models.objectives.base import Batch, LossTerms, Objective, ObjectiveParams
 from raystudy.models.objectives.registry import OBJECTIVES
 from raystudy.models.vae import VAE, bernoulli_nll, gaussian_kl
 
@@ -41,14 +42,23 @@ def dip_penalty(cov: torch.Tensor, lambda_od: float, lambda_d: float) -> torch.T
     return lambda_od * off_diag_sq + lambda_d * (diag - 1.0).pow(2).sum()
 
 
+class DIPVAEParams(ObjectiveParams):
+    lambda_od: float = Field(
+        10.0,
+        ge=0.0,
+        description="off-diagonal covariance weight; the diagonal weight is 10x (I) or 1x (II)",
+    )
+
+
 class _DIPVAE(Objective):
-    hyperparameters: ClassVar[tuple[str, ...]] = ("lambda_od",)
+    Params = DIPVAEParams
     loss_weights: ClassVar[tuple[str, ...]] = ("lambda_od",)
     #: lambda_d = lambda_d_factor * lambda_od.
     lambda_d_factor: ClassVar[float]
+    lambda_od: float
 
-    def __init__(self, lambda_od: float = 10.0) -> None:
-        self.lambda_od = float(lambda_od)
+    def __init__(self, **options: float) -> None:
+        super().__init__(**options)
         self.lambda_d = self.lambda_d_factor * self.lambda_od
 
     def with_weights(self, **weights: float | torch.Tensor) -> Objective:

@@ -28,10 +28,11 @@ from contextlib import contextmanager
 from typing import Any, ClassVar
 
 import torch
+from pydantic import Field
 from torch import nn
 from torch.nn import functional as F
 
-from raystudy.models.objectives.base import Batch, LossTerms, Objective
+from raystudy.models.objectives.base import Batch, LossTerms, Objective, ObjectiveParams
 from raystudy.models.objectives.registry import OBJECTIVES
 from raystudy.models.vae import VAE, bernoulli_nll, gaussian_kl
 
@@ -78,14 +79,19 @@ def _frozen(module: nn.Module) -> Iterator[None]:
             p.requires_grad_(True)
 
 
+class FactorVAEParams(ObjectiveParams):
+    gamma: float = Field(10.0, gt=0.0, description="weight of the TC")
+
+
 @OBJECTIVES.register("factor_vae")
 class FactorVAE(Objective):
-    hyperparameters: ClassVar[tuple[str, ...]] = ("gamma",)
+    Params = FactorVAEParams
     #: The discriminator and its optimiser are per model, outside the batched parameters.
     stackable: ClassVar[bool] = False
+    gamma: float
 
-    def __init__(self, gamma: float = 10.0) -> None:
-        self.gamma = float(gamma)
+    def __init__(self, **options: float) -> None:
+        super().__init__(**options)
         self.discriminator: Discriminator | None = None
         self.optimizer: torch.optim.Optimizer | None = None
 

@@ -47,9 +47,10 @@ from typing import ClassVar
 
 import numpy as np
 import torch
+from pydantic import Field
 from torch import nn
 
-from raystudy.models.objectives.base import Batch, LossTerms, Objective
+from raystudy.models.objectives.base import Batch, LossTerms, Objective, ObjectiveParams
 from raystudy.models.objectives.registry import OBJECTIVES
 from raystudy.models.vae import VAE, HeadedEncoder, bernoulli_nll, gaussian_kl
 
@@ -133,16 +134,32 @@ def lie_layer(model: VAE) -> LieGroupExp:
     )
 
 
+class LieGroupVAEParams(ObjectiveParams):
+    beta: float = Field(1.0, ge=0.0, description="weight of the KL")
+    lambda_hessian: float = Field(
+        40.0, ge=0.0, description="weight of sum_{i != j} ||A_i A_j||^2 / D^2 on the basis"
+    )
+    lambda_commute: float = Field(
+        0.0, ge=0.0, description="weight of sum_{i != j} ||A_i A_j - A_j A_i||^2 / D^2"
+    )
+    lambda_group_recon: float = Field(
+        0.1, ge=0.0, description="weight of ||encoder group features - vec exp(sum z_i A_i)||^2"
+    )
+    encoder_features_prob: float = Field(
+        0.2,
+        ge=0.0,
+        le=1.0,
+        description="fraction of training steps (drawn per step from a fixed seed) on which "
+        "the decoder reads the encoder's group features instead",
+    )
+    group_matrix_dim: int = Field(
+        10, ge=1, le=32, description="m of the m x m group element the decoder reads (m^2 features)"
+    )
+
+
 @OBJECTIVES.register("lie_group_vae")
 class LieGroupVAE(Objective):
-    hyperparameters: ClassVar[tuple[str, ...]] = (
-        "beta",
-        "lambda_hessian",
-        "lambda_commute",
-        "lambda_group_recon",
-        "encoder_features_prob",
-        "group_matrix_dim",
-    )
+    Params = LieGroupVAEParams
     loss_weights: ClassVar[tuple[str, ...]] = (
         "beta",
         "lambda_hessian",
@@ -150,27 +167,12 @@ class LieGroupVAE(Objective):
         "lambda_group_recon",
     )
 
-    def __init__(
-        self,
-        beta: float = 1.0,
-        lambda_hessian: float = 40.0,
-        lambda_commute: float = 0.0,
-        lambda_group_recon: float = 0.1,
-        encoder_features_prob: float = 0.2,
-        group_matrix_dim: int = 10,
-    ) -> None:
-        if group_matrix_dim < 1:
-            raise ValueError(f"group_matrix_dim must be >= 1, got {group_matrix_dim}")
-        if not 0.0 <= encoder_features_prob <= 1.0:
-            raise ValueError(
-                f"encoder_features_prob must be in [0, 1], got {encoder_features_prob}"
-            )
-        self.beta = float(beta)
-        self.lambda_hessian = float(lambda_hessian)
-        self.lambda_commute = float(lambda_commute)
-        self.lambda_group_recon = float(lambda_group_recon)
-        self.encoder_features_prob = float(encoder_features_prob)
-        self.group_matrix_dim = int(group_matrix_dim)
+    beta: float
+    lambda_hessian: float
+    lambda_commute: float
+    lambda_group_recon: float
+    encoder_features_prob: float
+    group_matrix_dim: int
 
     def decoder_head(self, latent_dim: int) -> nn.Module:
         return LieGroupExp(latent_dim, self.group_matrix_dim)

@@ -33,8 +33,9 @@ from __future__ import annotations
 from typing import ClassVar
 
 import torch
+from pydantic import Field
 
-from raystudy.models.objectives.base import Batch, LossTerms, Objective
+from raystudy.models.objectives.base import Batch, LossTerms, Objective, ObjectiveParams
 from raystudy.models.objectives.registry import OBJECTIVES
 from raystudy.models.vae import VAE, bernoulli_nll, gaussian_kl, standard_normal_like
 
@@ -64,14 +65,28 @@ def mmd_imq(z: torch.Tensor, prior: torch.Tensor, prior_var: float = 1.0) -> tor
     return (within * off_diagonal).sum() / (n * (n - 1)) - 2.0 * across.mean()
 
 
+def prior_mmd(z: torch.Tensor) -> torch.Tensor:
+    """MMD between codes z [n, d] and as many draws of N(0, I) (`mmd_imq`)."""
+    # Drawn after the posterior sample, through the same noise source, so a stack of models
+    # replays each model's own prior draws (raystudy.training.stacked).
+    return mmd_imq(z, standard_normal_like(z))
+
+
+class WAEParams(ObjectiveParams):
+    lambda_mmd: float = Field(
+        10.0, ge=0.0, description="weight of the MMD between q(z) and N(0, I)"
+    )
+    lambda_logvar: float = Field(
+        0.001, ge=0.0, description="weight of the L1 penalty on the posterior log-variances"
+    )
+
+
 @OBJECTIVES.register("wae")
 class WAE(Objective):
-    hyperparameters: ClassVar[tuple[str, ...]] = ("lambda_mmd", "lambda_logvar")
+    Params = WAEParams
     loss_weights: ClassVar[tuple[str, ...]] = ("lambda_mmd", "lambda_logvar")
-
-    def __init__(self, lambda_mmd: float = 10.0, lambda_logvar: float = 0.001) -> None:
-        self.lambda_mmd = float(lambda_mmd)
-        self.lambda_logvar = float(lambda_logvar)
+    lambda_mmd: float
+    lambda_logvar: float
 
     def __call__(
         self, model: VAE, batch: Batch, *, step: int = 0, kl_weight: float = 1.0
@@ -79,9 +94,7 @@ class WAE(Objective):
         mu, logvar = model.encode(batch.inputs)
         z = model.reparameterize(mu, logvar)
         recon = bernoulli_nll(model.decode(z), batch.targets).mean()
-        # Drawn after the posterior sample, through the same noise source, so a stack of
-        # models replays each model's own prior draws (raystudy.training.stacked).
-        mmd = mmd_imq(z, standard_normal_like(z))
+        mmd = prior_mmd(z)
         logvar_l1 = logvar.abs().sum(dim=1).mean()
         kl = gaussian_kl(mu, logvar).sum(dim=1).mean()
         loss = recon + kl_weight * (self.lambda_mmd * mmd + self.lambda_logvar * logvar_l1)

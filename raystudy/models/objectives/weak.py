@@ -26,11 +26,12 @@ changes exactly k factors). disentanglement_lib's weak study sweeps beta in
 from __future__ import annotations
 
 from abc import abstractmethod
-from typing import ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
 import torch
+from pydantic import Field
 
-from raystudy.models.objectives.base import Batch, LossTerms, Objective, PairK
+from raystudy.models.objectives.base import Batch, LossTerms, Objective, ObjectiveParams, PairK
 from raystudy.models.vae import VAE, bernoulli_nll, gaussian_kl, gaussian_kl_between
 
 KLMode = Literal["kl", "symmetric_kl"]
@@ -59,25 +60,24 @@ def shared_dimensions(delta: torch.Tensor) -> torch.Tensor:
     return delta < tau
 
 
-def check_k(k: PairK) -> PairK:
-    if k == "random" or (isinstance(k, int) and not isinstance(k, bool) and k >= 1):
-        return k
-    raise ValueError(f"k must be an integer >= 1 or 'random', got {k!r}")
+class WeakParams(ObjectiveParams):
+    beta: float = Field(1.0, ge=0.0, description="weight of the KL")
+    kl_mode: KLMode = Field("kl", description="divergence that decides the shared dimensions")
+    k: Annotated[int, Field(ge=1, strict=True)] | Literal["random"] = Field(
+        1,
+        description="factors that differ within a pair; random: uniform in 1..K-1 per pair",
+    )
 
 
 class WeakObjective(Objective):
     """A weakly supervised objective: subclasses say how shared dimensions are aggregated."""
 
+    Params = WeakParams
     pairs: ClassVar[bool] = True
-    hyperparameters: ClassVar[tuple[str, ...]] = ("beta", "kl_mode", "k")
     loss_weights: ClassVar[tuple[str, ...]] = ("beta",)
-
-    def __init__(self, beta: float = 1.0, kl_mode: KLMode = "kl", k: PairK = 1) -> None:
-        if kl_mode not in KL_MODES:
-            raise ValueError(f"unknown kl_mode {kl_mode!r}; allowed: {', '.join(KL_MODES)}")
-        self.beta = float(beta)
-        self.kl_mode: KLMode = kl_mode
-        self.k: PairK = check_k(k)
+    beta: float
+    kl_mode: KLMode
+    k: PairK
 
     @property
     def pair_k(self) -> PairK:
