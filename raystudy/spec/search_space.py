@@ -28,6 +28,8 @@ from typing import Any
 import optuna
 from pydantic import BaseModel, ValidationError
 
+from raystudy.spec.trial_config import OPTIONS
+
 DISTRIBUTIONS = ("uniform", "loguniform", "int", "choice")
 
 #: What each distribution's arguments must be, as the error messages say it.
@@ -170,6 +172,30 @@ def check_space(
     return _check(node, path, None, None, context)
 
 
+def _problem(
+    owner: type[BaseModel],
+    name: str,
+    value: Any,
+    context: Mapping[str, Any] | None,
+    beside: Mapping[str, Any] | None,
+) -> str | None:
+    """Why `value` is refused for field `name` of `owner` (None: accepted, or not ours to
+    judge). An objective's option of the model block is judged by the objective written
+    beside it; with none written there, a value every objective with that option refuses is
+    refused (the trials, built on the spec's base objective, judge the rest)."""
+    if name in owner.model_fields:
+        return field_problem(owner, name, value, context)
+    objective = (beside or {}).get("objective")
+    if isinstance(objective, str):
+        return field_problem(owner, name, value, context, {"objective": objective})
+    schemas = (context or {}).get(OPTIONS) or {}
+    having = [o for o, schema in schemas.items() if name in schema.model_fields]
+    why = [field_problem(owner, name, value, context, {"objective": o}) for o in having]
+    if not having or any(w is None for w in why):
+        return None  # unknown options are reported by the spec's own field check
+    return why[0]
+
+
 def _check(
     node: Any,
     path: str,
@@ -188,16 +214,10 @@ def _check(
             return [(f"{path}.{kind}", problem)]
         if owner is None or not isinstance(name, str):
             return []
-        # An option of the model block is judged with the objective written beside it; with
-        # none written there, by the trials (the spec's base objective).
-        option = name not in owner.model_fields and isinstance((beside or {}).get("objective"), str)
-        if name not in owner.model_fields and not option:
-            return []  # an unknown field is reported by the spec's own field check
-        objective = {"objective": beside["objective"]} if option and beside else None
         refused = [
             f"{what} {value!r} ({why})"
             for what, value in reachable(kind, args)
-            if (why := field_problem(owner, name, value, context, objective)) is not None
+            if (why := _problem(owner, name, value, context, beside)) is not None
         ]
         if not refused:
             return []

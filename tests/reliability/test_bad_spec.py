@@ -62,7 +62,7 @@ def spec_error(tmp_path: Path, text: str, field: str = "", words: tuple[str, ...
         # wrong types
         ("evaluation: {metrics: dci}\n", "evaluation.metrics", ["valid list", "'dci'"]),
         ("model: {latent_dim: 3.5}\n", "model.latent_dim", ["integer", "3.5"]),
-        ("model: {k: true}\n", "model.k", ["integer"]),
+        ("model: {objective: ada_gvae, k: true}\n", "model.k", ["integer", "ada_gvae"]),
         ("train: {lr: fast}\n", "train.lr", ["number", "fast"]),
         ("resources: 2\n", "resources", ["dictionary"]),
         ("grid: {seed: '0,1'}\n", "grid point 0 (seed=0,1) -> seed", ["integer"]),
@@ -70,7 +70,13 @@ def spec_error(tmp_path: Path, text: str, field: str = "", words: tuple[str, ...
         # unknown names, with the allowed ones and a suggestion
         ("model: {architecture: convv}\n", "model.architecture", ["allowed:", "'conv'"]),
         ("dataset: {name: dsprite}\n", "dataset.name", ["did you mean 'dsprites'"]),
-        ("model: {kl_mode: symmetric}\n", "model.kl_mode", ["'kl' or 'symmetric_kl'"]),
+        (
+            "model: {objective: ada_gvae, kl_mode: symmetric}\n",
+            "model.kl_mode",
+            ["'kl' or 'symmetric_kl'"],
+        ),
+        # an option of another objective, named with what this one reads
+        ("model: {k: 2}\n", "model.k", ["objective 'beta_vae' does not read k", "beta"]),
         ("search: {method: bayes}\n", "search.method", ["'grid', 'random' or 'optuna'"]),
         (
             "grid: {model: [{objective: betavae}]}\n",
