@@ -12,7 +12,11 @@ and Tune-state readers parse them (`raystudy.analysis.columns`, `raystudy.tune.s
 - ``transfer/<scenario>/<probe>/<score>[/<factor>]``: OOD transfer of a probe;
 - ``stack/<s>/<key>``: model s's own value in a stacked trial's Tune report;
 - ``system/<name>``: MLflow's system metrics of the machine a trial ran on (CPU, memory, GPU),
-  in MLflow only, never in Tune's reports or the results' namespaces.
+  in MLflow only, never in Tune's reports or the results' namespaces;
+- ``study/<name>``: what the study driver logs on the study's parent run when the study ends.
+
+A key is typed nowhere else: `tests/test_contracts.py` fails on a string that starts with one
+of these namespaces outside this module.
 
 This module imports nothing.
 """
@@ -44,6 +48,16 @@ EVALUATED = "evaluated"
 STACK_KEYS = "stack/"
 #: Under ``stack/<s>/`` in every report from the one at which model s diverged: that step.
 DIVERGED_KEY = "diverged_at_step"
+
+#: The study's parent run: its trial counts by outcome and its wall time, logged once by the
+#: driver when the study ends (`raystudy.study.driver`).
+STUDY = "study/"
+STUDY_FINISHED = STUDY + "trials_finished"
+#: Trials the scheduler (ASHA) stopped before their final scores.
+STUDY_STOPPED = STUDY + "trials_stopped"
+STUDY_WALL_S = STUDY + "wall_s"
+#: Every namespace a key of this contract starts with.
+NAMESPACES = (TRAIN, EVAL, DIS, DOWN, TRANSFER, SYSTEM, STACK_KEYS, STUDY)
 
 
 def train_key(term: str) -> str:

@@ -37,6 +37,7 @@ from raystudy.tags import (
     DEVICE_TAG,
     GIT_COMMIT_TAG,
     GIT_DIRTY_TAG,
+    SOURCE_NAME,
     SOURCE_NAME_TAG,
     version_tag,
 )
@@ -53,7 +54,7 @@ def lineage(device: torch.device) -> dict[str, str]:
     return {
         **_versions(),
         **_git(),
-        SOURCE_NAME_TAG: "raystudy",
+        SOURCE_NAME_TAG: SOURCE_NAME,
         DEVICE_TAG: device_name(device),
     }
 
@@ -69,23 +70,37 @@ def _versions() -> dict[str, str]:
     return found
 
 
+#: The folder of the raystudy package this process imported.
+PACKAGE_DIR = Path(__file__).resolve().parent
+
+
 @functools.cache
 def _git() -> dict[str, str]:
-    return git_state(Path(__file__).resolve().parent)
+    return git_state(PACKAGE_DIR)
+
+
+def git_commit(here: Path, *, short: bool = False) -> str | None:
+    """The commit of the checkout holding the package folder `here` (abbreviated as git
+    abbreviates it with `short`); None when there is none: no git, or a package folder its
+    checkout does not track. The one lookup of the code's commit (the lineage's tag, the
+    study driver's `raystudy.version`)."""
+    # A package that is not tracked in the repository around it (installed into a venv that
+    # lives inside some other checkout) must not report that checkout's commit.
+    if _run_git(here, "ls-files", "--error-unmatch", "__init__.py") is None:
+        return None
+    commit = _run_git(here, "rev-parse", *(["--short"] if short else []), "HEAD")
+    return (commit or "").strip() or None
 
 
 def git_state(here: Path) -> dict[str, str]:
     """The commit of the checkout holding the package folder `here`, and whether its tracked
     files differ from it (untracked files, e.g. a study's output folder, do not count)."""
-    # A package that is not tracked in the repository around it (installed into a venv that
-    # lives inside some other checkout) must not report that checkout's commit.
-    tracked = _run_git(here, "ls-files", "--error-unmatch", "__init__.py")
-    commit = _run_git(here, "rev-parse", "HEAD") if tracked is not None else None
+    commit = git_commit(here)
     if not commit:
         return {GIT_COMMIT_TAG: UNKNOWN, GIT_DIRTY_TAG: UNKNOWN}
     status = _run_git(here, "status", "--porcelain", "--untracked-files=no")
     dirty = UNKNOWN if status is None else str(bool(status.strip())).lower()
-    return {GIT_COMMIT_TAG: commit.strip(), GIT_DIRTY_TAG: dirty}
+    return {GIT_COMMIT_TAG: commit, GIT_DIRTY_TAG: dirty}
 
 
 def _run_git(cwd: Path, *args: str) -> str | None:

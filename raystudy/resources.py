@@ -11,8 +11,12 @@ when the cluster autoscales, against the node types its autoscaler may launch:
 
 `resources.autoscale` says which node types count: `false` none; `true` trust the user (ask as
 written, whatever the cluster has); `auto` (default) those of the autoscaler found by
-`find_autoscaler`. Ray 2.60 has no public call that lists the node types an autoscaler may
-launch, so `find_autoscaler` reads them where Ray keeps them (see its docstring).
+`raystudy.tune.probe.find_autoscaler`. Ray 2.60 has no public call that lists the node types an
+autoscaler may launch, so the probe reads them where Ray keeps them (see its docstring).
+
+Here are the decision and the readers of what Ray leaves on the head: the autoscaler's config
+files and its monitor process in `/proc`. No Ray: asking the connected cluster is the probe's
+job, inside `raystudy.tune`, the one package that imports Ray.
 """
 
 from __future__ import annotations
@@ -325,72 +329,3 @@ def _option(args: Sequence[str], name: str) -> str | None:
         if a == name and i + 1 < len(args):
             return args[i + 1]
     return None
-
-
-def find_autoscaler(proc: Path = Path("/proc")) -> Autoscaler:
-    """The node types the connected cluster's autoscaler may launch, looked for in order:
-
-    1. a `ClusterConfig` in the GCS (autoscalers that report one; Ray Data reads the same);
-    2. this machine's monitor process for the cluster (`proc`: the process table): with
-       `--autoscaling-config=FILE`, FILE's node types; without, none (read-only provider: a
-       local `ray start --head`, `ray.init()`), whatever files lie around;
-    3. no monitor visible here: `~/ray_bootstrap_config.yaml`, which `ray up` writes on the head
-       (Ray Tune's own test for "a cluster-launcher cluster", `tune.execution.cluster_info`).
-
-    Nothing found: an empty `Autoscaler` whose `source` says where raystudy looked.
-    """
-    import ray
-
-    try:
-        from ray._private.state import state
-
-        reported = from_gcs_cluster_config(state.get_cluster_config())
-    except Exception:  # a private call: a Ray without it, or a client connection, has none
-        reported = None
-    if reported is not None:
-        return reported
-    gcs = ray.get_runtime_context().gcs_address
-    monitor = find_monitor(gcs, proc)
-    if monitor is not None and monitor.autoscaling_config is None:
-        return Autoscaler(
-            (),
-            f"Ray's monitor (pid {monitor.pid}) runs without --autoscaling-config, so it "
-            "never adds a node",
-        )
-    if monitor is not None:
-        return read_cluster_config(monitor.autoscaling_config)
-    bootstrap = Path(BOOTSTRAP_CONFIG).expanduser()
-    if bootstrap.is_file():
-        return read_cluster_config(bootstrap)
-    return Autoscaler(
-        (),
-        f"none found: no autoscaler config in the GCS, no Ray monitor of {gcs} on this "
-        f"machine, no {BOOTSTRAP_CONFIG}",
-    )
-
-
-def alive_nodes() -> list[Node]:
-    import ray
-
-    return [
-        Node(n["Resources"].get("CPU", 0.0), n["Resources"].get("GPU", 0.0))
-        for n in ray.nodes()
-        if n.get("Alive")
-    ]
-
-
-def cluster_request(cpu: float, gpu: float, autoscale: Autoscale, study: str) -> dict[str, float]:
-    """What each trial asks Tune for on the connected cluster; prints the decision once.
-
-    Raises ResourceError when no node, existing or launchable, can hold the request.
-    """
-    if autoscale is True:
-        autoscaler = Autoscaler((), "resources.autoscale: true")
-    elif autoscale is False:
-        autoscaler = Autoscaler((), "resources.autoscale is false: only existing nodes count")
-    else:
-        autoscaler = find_autoscaler()
-    fitted = fit_request(cpu, gpu, alive_nodes(), autoscaler, trust=autoscale is True, study=study)
-    if fitted.message:
-        print(fitted.message, flush=True)
-    return fitted.resources

@@ -1,9 +1,11 @@
-"""Every MLflow tag name raystudy writes or reads, in one place.
+"""Every MLflow tag name raystudy writes or reads, the values it gives some of them, and the
+run statuses it sets and reads, in one place.
 
 Trials, the study driver and the analysis all meet on these names (a trial tags its run, the
 driver finds it again by them, the results table reads them as `tags.<name>` columns), so a
 name typed twice could drift between writer and reader. Import the constant; never type the
-string. This module imports nothing.
+string (`tests/test_contracts.py` fails on one typed outside this module). This module
+imports nothing.
 """
 
 from __future__ import annotations
@@ -52,9 +54,10 @@ GPU_IDS_TAG = "ray.gpu_ids"
 #: MLflow's own tag for the source commit (the UI shows it on the run page): the commit of the
 #: raystudy checkout the trial imported, "unknown" for a package installed from a wheel.
 GIT_COMMIT_TAG = "mlflow.source.git.commit"
-#: MLflow's own tag for what ran ("raystudy"): without it the run page shows no Source, and so
-#: no commit either.
+#: MLflow's own tag for what ran (`SOURCE_NAME`): without it the run page shows no Source, and
+#: so no commit either.
 SOURCE_NAME_TAG = "mlflow.source.name"
+SOURCE_NAME = "raystudy"
 #: "true" when tracked files differed from that commit, "false", or "unknown".
 GIT_DIRTY_TAG = "raystudy.git_dirty"
 #: The device the trial trained on: the GPU's name, or the CPU's model.
@@ -85,12 +88,31 @@ MODEL_TAG = "raystudy.model"
 DIVERGED_TAG = "raystudy.diverged_at_step"
 #: On runs of trials the scheduler stopped on purpose; the value names the scheduler.
 STOPPED_TAG = "raystudy.stopped_by"
+#: `STOPPED_TAG`'s value: ASHA is the only scheduler a spec can name (a trial that returns
+#: has always reported its scores).
+BY_ASHA = "asha"
 #: Set on a trial run the driver closed at the study's end (its trial never did).
 CLOSED_TAG = "raystudy.closed_by"
+#: `CLOSED_TAG`'s value.
+AT_STUDY_END = "study_end"
 #: On a run (re)written from Tune's storage because the store was unreachable when it ran.
 SYNCED_TAG = "raystudy.synced_from"
 #: On a row of the results table read from Tune's storage rather than from MLflow.
 SOURCE_TAG = "raystudy.source"
+#: `SYNCED_TAG`'s and `SOURCE_TAG`'s value: what Tune's storage recorded.
+FROM_TUNE = "tune"
+#: The values raystudy gives tags, but for the roles' and the source name's: those are ordinary
+#: words (study, trial, raystudy), which other vocabularies use too.
+TAG_VALUES = (MODEL_TRAINING_KIND, BY_ASHA, AT_STUDY_END, FROM_TUNE)
+
+# --- Run statuses: MLflow's names (`mlflow.entities.RunStatus`) ---------------------------
+# (Named RUN_*: Tune's trial outcomes, `raystudy.tune.state`, share two of these words.)
+RUN_RUNNING = "RUNNING"
+RUN_FINISHED = "FINISHED"
+RUN_FAILED = "FAILED"
+#: A run cut short: Tune or Ctrl-C stopped its trial, or the study's end closed it.
+RUN_KILLED = "KILLED"
+RUN_STATUSES = (RUN_RUNNING, RUN_FINISHED, RUN_FAILED, RUN_KILLED)
 
 
 def column(tag: str) -> str:
@@ -101,6 +123,11 @@ def column(tag: str) -> str:
 def equals(tag: str, value: str) -> str:
     """An MLflow `search_runs` filter on one tag: tags.`raystudy.role` = 'trial'."""
     return f"tags.`{tag}` = '{value}'"
+
+
+def status_is(status: str) -> str:
+    """An MLflow `search_runs` filter on the run status: attributes.status = 'RUNNING'."""
+    return f"attributes.status = '{status}'"
 
 
 #: The `search_runs` filter that finds a study's trial runs (not its parent run).

@@ -22,7 +22,7 @@ from raystudy.artifacts import CAPTION_PX, TRAVERSAL_STEPS
 from raystudy.data import get_dataset
 from raystudy.data.split_registry import get_split, split_from_spec
 from raystudy.keys import system_key
-from raystudy.lineage import PACKAGES, UNKNOWN, data_input, git_state
+from raystudy.lineage import PACKAGES, UNKNOWN, data_input, git_commit, git_state
 from raystudy.spec import TrialConfig
 from raystudy.tags import DEVICE_TAG, GIT_COMMIT_TAG, GIT_DIRTY_TAG, SOURCE_NAME_TAG, version_tag
 from raystudy.tracking.system_metrics import system_metrics
@@ -185,6 +185,7 @@ def test_git_state_of_a_checkout_and_of_an_installed_package(tmp_path: Path) -> 
     installed.mkdir(parents=True)
     (installed / "__init__.py").write_text("")
     assert git_state(installed) == {GIT_COMMIT_TAG: UNKNOWN, GIT_DIRTY_TAG: UNKNOWN}
+    assert git_commit(installed) is None and git_commit(installed, short=True) is None
 
     repo = tmp_path / "repo"
     package = repo / "raystudy"
@@ -203,10 +204,15 @@ def test_git_state_of_a_checkout_and_of_an_installed_package(tmp_path: Path) -> 
     git("init", "-q")
     # A package folder inside a checkout that does not track it: not this checkout's code.
     assert git_state(package)[GIT_COMMIT_TAG] == UNKNOWN
+    assert git_commit(package, short=True) is None
     git("add", ".")
     git("commit", "-q", "-m", "one")
     head = git("rev-parse", "HEAD")
     assert git_state(package) == {GIT_COMMIT_TAG: head, GIT_DIRTY_TAG: "false"}
+    # The study's code version carries the short form of the same commit.
+    short = git_commit(package, short=True)
+    assert short == git("rev-parse", "--short", "HEAD") and head.startswith(short)
+    assert len(short) < len(head) == 40
     (repo / "output.txt").write_text("untracked: not dirty")
     assert git_state(package)[GIT_DIRTY_TAG] == "false"
     (package / "__init__.py").write_text("x = 2\n")

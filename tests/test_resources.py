@@ -24,12 +24,12 @@ from raystudy.resources import (
     Node,
     NodeType,
     ResourceError,
-    find_autoscaler,
     find_monitor,
     fit_request,
     read_cluster_config,
 )
 from raystudy.spec import SpecError
+from raystudy.tune.probe import find_autoscaler
 
 CPU2 = Node(2, 0)
 GPU1 = Node(8, 1)
@@ -356,7 +356,7 @@ def test_autoscaler_with_a_gpu_node_type_gets_the_gpu_request(
     import ray
     from ray.cluster_utils import Cluster
 
-    from raystudy.resources import cluster_request
+    from raystudy.tune.probe import cluster_request
 
     monkeypatch.setenv("RAY_FAKE_CLUSTER", "1")  # the fake provider refuses to run without
     monkeypatch.setenv("AUTOSCALER_UPDATE_INTERVAL_S", "1")

@@ -436,16 +436,17 @@ def test_one_seeds_failed_evaluation_leaves_the_others_finished_in_tune_too(tmp_
     experiment = client.create_experiment("stack")
     base = load_spec(SMOKE, tiny("stack", LIGHT)).trials()[0]
     configs = [base.model_copy(update={"seed": s}) for s in (0, 1)]
-    from raystudy.trials import stacked as trial_stack
+    # finish_model, which lone and stacked trials share, scores each model
+    from raystudy.trials import finish as trial_finish
 
-    evaluate = trial_stack.score_model
+    evaluate = trial_finish.score_model
 
     def fails_for_seed_1(model, dataset, split, config, device, n_jobs=1):
         if config.seed == 1:  # an injected fault in one model's evaluation only
             raise ValueError("probe failed on seed 1")
         return evaluate(model, dataset, split, config, device, n_jobs=n_jobs)
 
-    monkeypatch.setattr(trial_stack, "score_model", fails_for_seed_1)
+    monkeypatch.setattr(trial_finish, "score_model", fails_for_seed_1)
     reporter = LocalReporter()
     with pytest.raises(ValueError, match="seed 1"):
         run_seed_stack(

@@ -3,7 +3,7 @@ gt_decoder on the ground-truth factors themselves."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 
 import pytest
@@ -14,9 +14,10 @@ from raystudy.data import get_dataset
 from raystudy.metrics.reported import reported_metrics
 from raystudy.scoring import build_split
 from raystudy.spec import TrialConfig
-from raystudy.tags import ARTIFACT_ERROR_TAG
-from raystudy.trials.common import TrialContext
+from raystudy.tags import ARTIFACT_ERROR_TAG, ERROR_TAG
+from raystudy.trials.common import StudyContext, TrialContext
 from raystudy.trials.single import LocalReporter, run_trial
+from raystudy.trials.stacked import run_seed_stack
 
 
 def assert_names_declared(config: TrialConfig, results: dict[str, float]) -> None:
@@ -239,3 +240,59 @@ def test_log_artifacts_false_logs_the_scores_and_no_figures(tmp_path: Path) -> N
     run_trial(config, replace(ctx, experiment_id=drawn_in, trial_id="t2"), ListReporter())
     drawn = client.search_runs([drawn_in])[0]
     assert "reconstructions.png" in {a.path for a in client.list_artifacts(drawn.info.run_id)}
+
+
+def test_a_study_context_gives_each_trial_all_it_shares() -> None:
+    """What the study driver builds once reaches every trial's context, field for field."""
+    study = StudyContext(
+        "sqlite:///m.db",
+        "7",
+        "parent",
+        "s",
+        "1.0+abc",
+        cpus=2.0,
+        gpu=0.5,
+        log_models=False,
+        register_models=True,
+        system_metrics=False,
+        log_artifacts=False,
+    )
+    ctx = study.trial("t1", "0001_beta=4", node="n" * 56, gpu_ids="0")
+    shared = {f.name for f in fields(StudyContext)} & {f.name for f in fields(TrialContext)}
+    assert shared == {f.name for f in fields(StudyContext)} - {"gpu"}, "gpu is the trainable's"
+    for name in shared:
+        assert getattr(ctx, name) == getattr(study, name), name
+    assert (ctx.trial_id, ctx.trial_name, ctx.node, ctx.gpu_ids) == (
+        "t1",
+        "0001_beta=4",
+        "n" * 56,
+        "0",
+    )
+    assert study.resources == {"cpu": 2.0, "gpu": 0.5}
+
+
+def test_a_model_that_cannot_be_built_fails_its_run_lone_or_stacked(tmp_path: Path) -> None:
+    """Lone and stacked trials build their models the same way, before their runs open: a
+    build failure is on every run it concerns, as FAILED with the error, not lost."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(uri)
+    experiment = client.create_experiment("unbuildable")
+    # resnet is for 64 or 128 px; the checks refuse this spec, so only a direct call meets it
+    raw = {
+        "dataset": {"name": "color_dsprites", "options": {"resolution": 32}},
+        "model": {"objective": "beta_vae", "architecture": "resnet", "latent_dim": 4},
+        "train": {"steps": 2, "batch_size": 8, "report_every": 1},
+    }
+    configs = [TrialConfig.model_validate({**raw, "seed": s}) for s in (0, 1)]
+    lone = TrialContext(uri, experiment, None, "unbuildable", "lone", "lone")
+    with pytest.raises(ValueError, match="resnet architecture is for"):
+        run_trial(configs[0], lone, LocalReporter())
+    stack = replace(lone, trial_id="stack", trial_name="stack")
+    with pytest.raises(ValueError, match="resnet architecture is for"):
+        run_seed_stack(configs, stack, LocalReporter(), ["seed0", "seed1"])
+    runs = client.search_runs([experiment])
+    assert len(runs) == 3
+    for run in runs:
+        assert run.info.status == "FAILED"
+        assert "resnet architecture is for [64, 128] px" in run.data.tags[ERROR_TAG]
+        assert run.data.params["model.architecture"] == "resnet"

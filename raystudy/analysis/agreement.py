@@ -13,17 +13,13 @@ import pandas as pd
 
 from raystudy.analysis.columns import OBJECTIVE, metric, short
 from raystudy.analysis.correlations import correlation_table
+from raystudy.keys import metric_key
 
 #: One score per metric, as Locatello et al. compare them; DCI's completeness and
 #: informativeness, and the metrics' training-set diagnostics, are other quantities.
-HEADLINE = (
-    "dis/beta_vae",
-    "dis/factor_vae",
-    "dis/mig",
-    "dis/dci_d",
-    "dis/dci_lasso_d",
-    "dis/modularity",
-    "dis/sap",
+HEADLINE = tuple(
+    metric_key("dis", score)
+    for score in ("beta_vae", "factor_vae", "mig", "dci_d", "dci_lasso_d", "modularity", "sap")
 )
 
 #: The columns of `objective_spread` (`metric_agreement.csv` has correlation_table's).

@@ -14,6 +14,7 @@ from __future__ import annotations
 import pandas as pd
 
 from raystudy.analysis.columns import METRIC, SPLIT
+from raystudy.keys import TRANSFER
 
 DATASET = "params.dataset.name"
 #: The cell of each trial, when a study has more than one.
@@ -63,7 +64,7 @@ def transfer_by_cell(frame: pd.DataFrame) -> pd.DataFrame:
     label = cells(frame)
     if label is None:
         return frame
-    transfer = [c for c in frame.columns if c.startswith(METRIC + "transfer/")]
+    transfer = [c for c in frame.columns if c.startswith(METRIC + TRANSFER)]
     pieces = {}
     for column in transfer:
         head, scenario, rest = column.split("/", 2)

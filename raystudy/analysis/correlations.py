@@ -37,7 +37,7 @@ from raystudy.analysis.inference import (
     residuals,
     rho_test,
 )
-from raystudy.keys import HELDOUT_SUFFIX
+from raystudy.keys import DIS, HELDOUT_SUFFIX
 
 COLUMNS = [
     "x",
@@ -373,5 +373,5 @@ def format_table(table: pd.DataFrame) -> str:
     if table.empty:
         return "(no metric pairs to correlate)"
     shown = table.T.copy()
-    shown.columns = [c.removeprefix("dis/") for c in shown.columns]
+    shown.columns = [c.removeprefix(DIS) for c in shown.columns]
     return shown.to_string(float_format=lambda v: f"{v:+.2f}", na_rep="  .  ")

@@ -25,11 +25,12 @@ from raystudy.analysis.columns import (
 )
 from raystudy.analysis.groups import model_labels, natural_order
 from raystudy.analysis.plotting import grid, palette
+from raystudy.keys import eval_key
 
 KEYS = ["model", "split", "dataset"]
 #: The table's NLLs (seed means) and the metric each is of: end to end, then retrained.
 NLLS = {
-    "train_nll": metric("eval/recon"),
+    "train_nll": metric(eval_key("recon")),
     "train_nll_retrained": metric(DECODER_TEST_NLL),
     "heldout_nll": metric(HELDOUT_NLL),
     "heldout_nll_retrained": metric(DECODER_TEST_HELDOUT_NLL),

@@ -36,6 +36,7 @@ from raystudy.analysis.plotting import (
     rho_label,
     supervision_kinds,
 )
+from raystudy.keys import eval_key, metric_key
 
 #: More models than this are coloured by objective: a legend of 30 colours tells none apart.
 _MAX_MODELS = 10
@@ -114,8 +115,8 @@ def proxy_heatmaps(proxy_table: pd.DataFrame) -> Figure | None:
 def proxy_scatter(frame: pd.DataFrame, proxy_table: pd.DataFrame | None = None) -> Figure | None:
     """ELBO and reconstruction against MIG and DCI, coloured by supervision type (Dittadi et
     al. 2021, Fig. 14). A panel's title carries its rank correlation when there is one."""
-    ys = [metric(m) for m in ("eval/elbo", "eval/recon") if metric(m) in frame.columns]
-    xs = [metric(m) for m in ("dis/mig", DCI) if metric(m) in frame.columns]
+    ys = [metric(m) for m in (eval_key("elbo"), eval_key("recon")) if metric(m) in frame.columns]
+    xs = [metric(m) for m in (metric_key("dis", "mig"), DCI) if metric(m) in frame.columns]
     if not xs or not ys or frame.empty:
         return None
     fig, axes = grid(len(ys), len(xs), 3.4, 3.0)

@@ -28,6 +28,7 @@ from raystudy.analysis.plotting import (
     palette,
 )
 from raystudy.analysis.r2_table import split_kind
+from raystudy.keys import TRANSFER
 
 #: The disentanglement metric plotted against transfer (Figs. 4, 14), first present wins.
 DCI = GBT_D
@@ -72,7 +73,7 @@ def transfer_vs_dci(frame: pd.DataFrame, table: pd.DataFrame) -> Figure | None:
         ax = fig.add_subplot(spec[:, -1])
         image = heatmap(
             ax,
-            maes.assign(y=maes["y"].str.removesuffix("/mae").str.removeprefix("transfer/")),
+            maes.assign(y=maes["y"].str.removesuffix("/mae").str.removeprefix(TRANSFER)),
             "all",
             "rank correlation with transfer MAE\n(all finished trials; bold: CI excludes 0)",
             transpose=True,

@@ -66,6 +66,7 @@ from raystudy.analysis.inference import (
     Estimate,
     difference_test,
 )
+from raystudy.keys import eval_key
 
 DITTADI = PAPER_ORDER[0]
 #: Past this many, the seeds an observed effect needs are said as "more than" it: an
@@ -100,10 +101,10 @@ PAPER_NOISE = f"yes, significantly better OOD2 transfer ({_CITE}, Sec. 5, Fig. 6
 #: Sec. 3 ("How useful are common disentanglement metrics..."), and Sec. 5's conclusion that
 #: model selection by ELBO or reconstruction is feasible with weak supervision.
 PAPER_PROXY = {
-    ("eval/elbo", "weak"): (
+    (eval_key("elbo"), "weak"): (
         f"yes, DCI and MIG correlate strongly, positively with ELBO ({_CITE}, Sec. 3, Fig. 3 right)"
     ),
-    ("eval/recon", "weak"): (
+    (eval_key("recon"), "weak"): (
         "yes, DCI and MIG correlate strongly, negatively with reconstruction loss"
         f" ({_CITE}, Sec. 3, Fig. 3 right)"
     ),

@@ -55,6 +55,7 @@ from raystudy.analysis.findings_shared import (
 )
 from raystudy.analysis.groups import SUPERVISION, model_labels
 from raystudy.analysis.inference import ALPHA, Estimate
+from raystudy.keys import metric_key
 
 LOCATELLO2019 = "locatello2019"
 METRICS_AGREE = "metrics_agree"
@@ -113,9 +114,9 @@ def _unsupervised(frame: pd.DataFrame) -> tuple[pd.DataFrame, str]:
 
 def _paper_agreement(x: str, y: str) -> str:
     pair = {x, y}
-    if "dis/modularity" in pair:
+    if metric_key("dis", "modularity") in pair:
         return PAPER_MODULARITY
-    if "dis/sap" in pair:
+    if metric_key("dis", "sap") in pair:
         return PAPER_SAP
     return PAPER_LASSO if LASSO_D in pair else PAPER_AGREE
 

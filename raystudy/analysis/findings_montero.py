@@ -75,6 +75,7 @@ from raystudy.analysis.findings_shared import (
 )
 from raystudy.analysis.groups import REFERENCE, SUPERVISION
 from raystudy.analysis.r2_table import MONTERO2022_PREFIX
+from raystudy.keys import transfer_key
 
 MONTERO2021 = "montero2021"
 MONTERO2022 = "montero2022"
@@ -435,7 +436,7 @@ def _encoder_rows(frame: pd.DataFrame, table: pd.DataFrame, *, min_trials: int) 
             "> 0",
             PAPER_ENCODER,
             x=f"{ELEMENT} - {split}",
-            y=f"transfer/test/{probe}/r2",
+            y=transfer_key("test", probe, "r2"),
             group=f"split={split}; end-to-end models",
             pooled=paired_estimate((paired["element_r2"] - paired["r2"]).to_numpy()),
             n_text=f"{len(paired)} model x dataset pairs",

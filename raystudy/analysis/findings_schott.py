@@ -44,6 +44,7 @@ from raystudy.analysis.findings_shared import (
 from raystudy.analysis.groups import SUPERVISION, model_labels, natural_order
 from raystudy.analysis.inference import difference_test
 from raystudy.analysis.r2_table import SCHOTT_PREFIX, split_kind
+from raystudy.keys import transfer_key
 
 SCHOTT2022 = "schott2022"
 R2_DROPS = "r2_drops_from_random_split"
@@ -144,7 +145,7 @@ def _drop_rows(
                     "> 0",
                     PAPER_DROP,
                     x=f"{SCHOTT_PREFIX}{RANDOM} - {SCHOTT_PREFIX}{kind}",
-                    y=f"transfer/test/{probe}/r2",
+                    y=transfer_key("test", probe, "r2"),
                     group=f"model={model}",
                     pooled=pooled,
                     n_text=f"{int(flag.sum())} + {int((~flag).sum())}",
@@ -186,7 +187,7 @@ def _supervision_rows(
                     "> 0",
                     PAPER_SUPERVISION,
                     x=f"drop(unsupervised) - drop({name})",
-                    y=f"transfer/test/{probe}/r2",
+                    y=transfer_key("test", probe, "r2"),
                     group=f"{label}, {SUPERVISION}=unsupervised",
                     pooled=pooled,
                     n_text=f"{int(group.sum())} + {int((~group).sum())}",
@@ -218,7 +219,7 @@ def _modularity_rows(
             "> 0",
             PAPER_MODULAR,
             x="others_r2 - ood_r2",
-            y=f"transfer/single_<factor>/{probe}/r2",
+            y=transfer_key("single_<factor>", probe, "r2"),
             group=f"split={split}",
             pooled=paired_estimate(sub["_diff"].to_numpy()),
             n_text=f"{len(sub)} model x dataset x factor means, {int(sub['n'].sum())} runs",

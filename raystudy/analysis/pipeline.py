@@ -38,6 +38,7 @@ from raystudy.analysis.results import (
     unfinished,
 )
 from raystudy.analysis.selection import selection_table
+from raystudy.keys import eval_key
 
 FINDINGS_FILE = "findings.csv"
 CORRELATIONS_FILE = "correlations.csv"
@@ -114,7 +115,7 @@ class Analysis:
 
 def proxy_columns(frame: pd.DataFrame) -> list[str]:
     """ELBO, reconstruction and downstream accuracy: the rows of Dittadi et al. Fig. 3 right."""
-    own = [metric(m) for m in ("eval/elbo", "eval/recon") if metric(m) in frame.columns]
+    own = [metric(m) for m in (eval_key("elbo"), eval_key("recon")) if metric(m) in frame.columns]
     return own + downstream_columns(frame)
 
 
@@ -297,7 +298,7 @@ def analyze_study(
     the way to analyse a study whose tracking server is gone. `progress` is told each step
     as it starts.
     """
-    from raystudy.study.folder import StudyInfo
+    from raystudy.study.folder import SPEC_FILE, StudyInfo
     from raystudy.tracking.writer import StudyTracker
 
     say = progress or _silent
@@ -315,7 +316,7 @@ def analyze_study(
     analysis = compute(frame, settings, progress)
     # A paper's own study opens with that paper's questions.
     analysis = replace(analysis, findings=order_findings(analysis.findings, info.name))
-    spec = study_dir / "spec.yaml"
+    spec = study_dir / SPEC_FILE
     folder = study_dir / ANALYSIS_DIR
     say(f"writing tables, figures and the report to {folder}")
     files = write_analysis(

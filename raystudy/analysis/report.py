@@ -16,6 +16,8 @@ import pandas as pd
 from raystudy.analysis.correlations import pivot
 from raystudy.analysis.findings import NO_FINDINGS, finding_parts
 from raystudy.analysis.selection import regret_pivot
+from raystudy.keys import TRANSFER
+from raystudy.tags import RUN_FINISHED
 
 STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto;
@@ -102,7 +104,7 @@ def _fmt(value: object) -> str:
 
 def _header(name: str) -> str:
     """`transfer/ood1_a/gbt/mae` -> a compact, wrapped column header."""
-    return "<br>".join(_e(p) for p in name.removeprefix("transfer/").split("/"))
+    return "<br>".join(_e(p) for p in name.removeprefix(TRANSFER).split("/"))
 
 
 def correlation_html(table: pd.DataFrame, group: str, transpose: bool = False) -> str:
@@ -280,7 +282,7 @@ def _figure_html(fig: ReportFigure) -> str:
 def render_report(inputs: ReportInputs) -> str:
     """The whole report as an HTML string."""
     counts = inputs.status_counts
-    finished = int(counts.get("FINISHED", 0))
+    finished = int(counts.get(RUN_FINISHED, 0))
     runs_table = _simple_table(
         pd.DataFrame({"status": counts.index, "runs": counts.to_numpy()}), left=("status",)
     )

@@ -9,12 +9,12 @@ import pandas as pd
 
 from raystudy.analysis.columns import ERROR, METRIC, RUN_NAME
 from raystudy.analysis.groups import with_supervision
-from raystudy.study.folder import StudyInfo, check_store, study_path
+from raystudy.study.folder import STUDY_FILE, StudyInfo, check_store, study_path
+from raystudy.tags import RUN_FINISHED
 from raystudy.tracking.reader import trial_runs_table
 
 RESULTS_FILE = "results.parquet"
 ANALYSIS_DIR = "analysis"
-FINISHED = "FINISHED"
 
 
 def load_results(study_dir: Path) -> pd.DataFrame:
@@ -34,7 +34,7 @@ def load_results(study_dir: Path) -> pd.DataFrame:
 def study_dir_of(study: str | Path, output: Path = Path("studies")) -> Path:
     """A study folder from its path, or from its name under `output`."""
     path = Path(study)
-    if (path / "study.json").is_file():
+    if (path / STUDY_FILE).is_file():
         return path.resolve()
     return study_path(output, str(study))
 
@@ -54,19 +54,19 @@ def finished(frame: pd.DataFrame) -> pd.DataFrame:
     metrics are partial, and would bias every correlation towards what finishes early)."""
     if "status" not in frame.columns:
         return frame
-    return frame[frame["status"] == FINISHED]
+    return frame[frame["status"] == RUN_FINISHED]
 
 
 def status_counts(frame: pd.DataFrame) -> pd.Series:
     """Runs per MLflow status (FINISHED, RUNNING, FAILED, KILLED, ...), FINISHED first."""
     counts = frame["status"].value_counts()
-    order = [FINISHED, *sorted(s for s in counts.index if s != FINISHED)]
+    order = [RUN_FINISHED, *sorted(s for s in counts.index if s != RUN_FINISHED)]
     return counts.reindex([s for s in order if s in counts.index]).rename("runs")
 
 
 def unfinished(frame: pd.DataFrame) -> pd.DataFrame:
     """Trial, status and error (when one was recorded) of every run that did not finish."""
-    rest = frame[frame["status"] != FINISHED]
+    rest = frame[frame["status"] != RUN_FINISHED]
     errors = rest[ERROR] if ERROR in rest.columns else pd.Series("", index=rest.index)
     names = rest[RUN_NAME] if RUN_NAME in rest.columns else rest["run_id"]
     return pd.DataFrame(

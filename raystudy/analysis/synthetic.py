@@ -18,10 +18,12 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit, ndtr
 
-from raystudy.analysis.columns import ERROR, RUN_NAME
+from raystudy.analysis.columns import ERROR, RUN_NAME, metric
+from raystudy.keys import TRANSFER, eval_key, metric_key, transfer_key
+from raystudy.tags import RUN_FAILED, RUN_FINISHED, RUN_RUNNING
 
-PLANTED = "dis/dci_d"
-NULL = "dis/sap"
+PLANTED = metric_key("dis", "dci_d")
+NULL = metric_key("dis", "sap")
 #: scenario -> strength c of the planted relation (None: noise-free).
 SCENARIOS: dict[str, float | None] = {"ood1_a": 1.0, "ood1_b": 2.0, "ood2_a": 0.5, "exact": None}
 PROBES = ("gbt", "mlp")
@@ -48,40 +50,40 @@ def planted_results(
     u = rng.normal(size=total)
     dis = {
         PLANTED: ndtr(u),
-        "dis/dci_c": ndtr(0.8 * u + 0.6 * rng.normal(size=total)),
-        "dis/dci_i": ndtr(0.5 * u + rng.normal(size=total)),
-        "dis/mig": 0.6 * ndtr(0.7 * u + 0.7 * rng.normal(size=total)),
-        "dis/modularity": ndtr(0.3 * u + rng.normal(size=total)),
-        "dis/explicitness": ndtr(0.4 * u + rng.normal(size=total)),
-        "dis/beta_vae": 0.5 + 0.5 * ndtr(0.6 * u + rng.normal(size=total)),
-        "dis/factor_vae": 0.3 + 0.7 * ndtr(0.6 * u + rng.normal(size=total)),
+        metric_key("dis", "dci_c"): ndtr(0.8 * u + 0.6 * rng.normal(size=total)),
+        metric_key("dis", "dci_i"): ndtr(0.5 * u + rng.normal(size=total)),
+        metric_key("dis", "mig"): 0.6 * ndtr(0.7 * u + 0.7 * rng.normal(size=total)),
+        metric_key("dis", "modularity"): ndtr(0.3 * u + rng.normal(size=total)),
+        metric_key("dis", "explicitness"): ndtr(0.4 * u + rng.normal(size=total)),
+        metric_key("dis", "beta_vae"): 0.5 + 0.5 * ndtr(0.6 * u + rng.normal(size=total)),
+        metric_key("dis", "factor_vae"): 0.3 + 0.7 * ndtr(0.6 * u + rng.normal(size=total)),
         NULL: rng.uniform(size=total),
     }
     recon = 8000.0 + 40.0 * rng.normal(size=total) - 10.0 * u
     kl = 20.0 + 3.0 * rng.normal(size=total)
-    metrics: dict[str, np.ndarray] = {f"metrics.{k}": v for k, v in dis.items()}
+    metrics: dict[str, np.ndarray] = {metric(k): v for k, v in dis.items()}
     metrics |= {
-        "metrics.eval/recon": recon,
-        "metrics.eval/kl": kl,
-        "metrics.eval/elbo": -(recon + kl),
-        "metrics.down/gbt10000_acc": ndtr(0.5 * u + rng.normal(size=total)),
+        metric(eval_key("recon")): recon,
+        metric(eval_key("kl")): kl,
+        metric(eval_key("elbo")): -(recon + kl),
+        metric(metric_key("down", "gbt10000_acc")): ndtr(0.5 * u + rng.normal(size=total)),
     }
     for scenario, strength in SCENARIOS.items():
         for probe in PROBES:
             latent = -u if strength is None else -(strength * u + rng.normal(size=total))
             mae = 0.1 + 0.3 * expit(latent)
-            prefix = f"metrics.transfer/{scenario}/{probe}"
-            metrics[f"{prefix}/mae"] = mae
-            metrics[f"{prefix}/r2"] = 1.0 - 8.0 * mae**2
+            metrics[metric(transfer_key(scenario, probe, "mae"))] = mae
+            metrics[metric(transfer_key(scenario, probe, "r2"))] = 1.0 - 8.0 * mae**2
             for i, factor in enumerate(FACTORS):
                 scale = 0.6 + 0.2 * i
-                metrics[f"{prefix}/mae/{factor}"] = mae * scale + 0.01 * rng.normal(size=total)
+                per_factor = mae * scale + 0.01 * rng.normal(size=total)
+                metrics[metric(transfer_key(scenario, probe, "mae", factor))] = per_factor
     frame = pd.DataFrame(metrics)
-    status = np.array(["FINISHED"] * n + ["FAILED"] * failed + ["RUNNING"] * running)
+    status = np.array([RUN_FINISHED] * n + [RUN_FAILED] * failed + [RUN_RUNNING] * running)
     # A failed trial logged only what it measured before failing; a running one nothing final.
-    transfer = [c for c in frame.columns if c.startswith("metrics.transfer/")]
-    frame.loc[status == "FAILED", transfer] = np.nan
-    frame.loc[status == "RUNNING", :] = np.nan
+    transfer = [c for c in frame.columns if c.startswith(metric(TRANSFER))]
+    frame.loc[status == RUN_FAILED, transfer] = np.nan
+    frame.loc[status == RUN_RUNNING, :] = np.nan
     objective = np.array(OBJECTIVES)[np.arange(total) % len(OBJECTIVES)]
     # As trials log them: a model has only the hyperparameters its objective reads.
     beta = np.array(["1.0", "2.0", "4.0", "8.0"])[rng.integers(0, 4, total)].astype(object)
@@ -103,7 +105,7 @@ def planted_results(
     tags = pd.DataFrame(
         {
             RUN_NAME: names,
-            ERROR: np.where(status == "FAILED", "RuntimeError: planted", None),
+            ERROR: np.where(status == RUN_FAILED, "RuntimeError: planted", None),
         }
     )
     return pd.concat([head, frame, tags], axis=1)
@@ -136,22 +138,22 @@ def planted_effects(
     recon = 100.0 - 50.0 * dci + 2.0 * rng.normal(size=total)
     frame = pd.DataFrame(
         {
-            "status": "FINISHED",
+            "status": RUN_FINISHED,
             RUN_NAME: [f"{i:04d}" for i in range(total)],
             "params.model.objective": np.where(weak, "ada_gvae", "beta_vae"),
             "params.train.input_noise": np.where(noise, "True", "False"),
             "params.split": "dittadi_hues",
-            "metrics.dis/dci_d": dci,
-            "metrics.dis/mig": 0.5 * dci + 0.05 * rng.normal(size=total),
-            "metrics.eval/recon": recon,
-            "metrics.eval/elbo": -(recon + 10.0),
+            metric(metric_key("dis", "dci_d")): dci,
+            metric(metric_key("dis", "mig")): 0.5 * dci + 0.05 * rng.normal(size=total),
+            metric(eval_key("recon")): recon,
+            metric(eval_key("elbo")): -(recon + 10.0),
         }
     )
     for scenario, probe in itertools.product(EFFECT_SCENARIOS, PROBES):
         mae = 0.3 - 0.2 * dci + 0.02 * rng.normal(size=total)
         if scenario.startswith("ood2"):
             mae = mae - noise_effect * noise
-        frame[f"metrics.transfer/{scenario}/{probe}/mae"] = mae
+        frame[metric(transfer_key(scenario, probe, "mae"))] = mae
     return frame
 
 
@@ -180,17 +182,17 @@ def schott_results(
     grid = itertools.product(enumerate(betas), enumerate(splits), datasets, range(seeds))
     for (b, beta), (s, split), dataset, replicate in grid:
         row: dict[str, object] = {
-            "status": "FINISHED",
+            "status": RUN_FINISHED,
             RUN_NAME: f"{len(rows):04d}_beta={beta}_{split}_{dataset}_{replicate}",
             "params.model.objective": "beta_vae",
             "params.model.beta": str(beta),
             "params.split": split,
             "params.dataset.name": dataset,
             "params.seed": str(replicate),
-            "metrics.dis/dci_d": rng.uniform(),
-            "metrics.dis/dci_lasso_d": rng.uniform(),
-            "metrics.eval/recon": 100.0 + rng.normal(),
-            "metrics.eval/recon_heldout": 150.0 + 10.0 * rng.normal(),
+            metric(metric_key("dis", "dci_d")): rng.uniform(),
+            metric(metric_key("dis", "dci_lasso_d")): rng.uniform(),
+            metric(eval_key("recon")): 100.0 + rng.normal(),
+            metric(eval_key("recon", heldout=True)): 150.0 + 10.0 * rng.normal(),
         }
         scenarios = ["test"]
         if split in _SINGLE_SPLITS:
@@ -199,8 +201,10 @@ def schott_results(
             r2 = 0.9 - 0.1 * b - 0.3 * s + 0.05 * rng.normal(size=len(SCHOTT_FACTORS))
             if scenario.startswith("single_"):
                 r2[SCHOTT_FACTORS.index(scenario.removeprefix("single_"))] -= 1.0
-            prefix = f"metrics.transfer/{scenario}/{probe}/r2"
-            row[prefix] = float(r2.mean())
-            row |= {f"{prefix}/{f}": float(v) for f, v in zip(SCHOTT_FACTORS, r2, strict=True)}
+            row[metric(transfer_key(scenario, probe, "r2"))] = float(r2.mean())
+            row |= {
+                metric(transfer_key(scenario, probe, "r2", f)): float(v)
+                for f, v in zip(SCHOTT_FACTORS, r2, strict=True)
+            }
         rows.append(row)
     return pd.DataFrame(rows)

@@ -17,8 +17,10 @@ import numpy as np
 import pandas as pd
 from scipy.special import ndtr
 
-from raystudy.analysis.columns import RUN_NAME
+from raystudy.analysis.columns import RUN_NAME, metric
 from raystudy.analysis.synthetic import SCHOTT_FACTORS
+from raystudy.keys import eval_key, metric_key, transfer_key
+from raystudy.tags import RUN_FINISHED
 
 #: End-to-end models of the Montero et al. tables: (objective, beta, gamma).
 MONTERO_MODELS = (
@@ -45,7 +47,7 @@ def _per_split(element: float, range_: float, extrapolation: float) -> dict[str,
 
 def _head(rows: list[dict[str, object]]) -> pd.DataFrame:
     frame = pd.DataFrame(rows)
-    frame.insert(0, "status", "FINISHED")
+    frame.insert(0, "status", RUN_FINISHED)
     frame.insert(1, RUN_NAME, [f"{i:04d}" for i in range(len(frame))])
     return frame
 
@@ -92,10 +94,10 @@ def montero2021_planted(
                 "params.split": split,
                 "params.dataset.name": "dsprites",
                 "params.seed": str(replicate),
-                "metrics.dis/dci_lasso_d": float(lasso),
-                "metrics.dis/dci_d": float(gbt),
-                "metrics.eval/recon": recon,
-                "metrics.eval/recon_heldout": heldout,
+                metric(metric_key("dis", "dci_lasso_d")): float(lasso),
+                metric(metric_key("dis", "dci_d")): float(gbt),
+                metric(eval_key("recon")): recon,
+                metric(eval_key("recon", heldout=True)): heldout,
             }
         )
     return _head(rows)
@@ -117,9 +119,11 @@ def composition_planted(
                 "params.split": split,
                 "params.dataset.name": "dsprites",
                 "params.seed": str(replicate),
-                "metrics.dis/dci_lasso_d": float(rng.uniform(0.6, 1.0)),
-                "metrics.eval/composition_nll": train,
-                "metrics.eval/composition_nll_heldout": train + gaps[split] + 10.0 * rng.normal(),
+                metric(metric_key("dis", "dci_lasso_d")): float(rng.uniform(0.6, 1.0)),
+                metric(eval_key("composition_nll")): train,
+                metric(eval_key("composition_nll", heldout=True)): train
+                + gaps[split]
+                + 10.0 * rng.normal(),
             }
         )
     return _head(rows)
@@ -161,16 +165,16 @@ def montero2022_planted(
             "params.split": f"montero2022_{kind}",
             "params.dataset.name": dataset,
             "params.seed": str(replicate),
-            "metrics.eval/recon": recon,
-            "metrics.eval/recon_heldout": heldout,
-            "metrics.eval/recon_decoder_test": recon + rng.normal(),
-            "metrics.eval/recon_decoder_test_heldout": heldout
+            metric(eval_key("recon")): recon,
+            metric(eval_key("recon", heldout=True)): heldout,
+            metric(eval_key("recon_decoder_test")): recon + rng.normal(),
+            metric(eval_key("recon_decoder_test", heldout=True)): heldout
             + decoder_effects.get(kind, 0.0)
             + 5.0 * rng.normal(),
         }
         for probe in PROBES:
             r2 = 0.85 + offsets[model] - r2_drops.get(kind, 0.0) + 0.05 * rng.normal()
-            row[f"metrics.transfer/test/{probe}/r2"] = r2
+            row[metric(transfer_key("test", probe, "r2"))] = r2
         rows.append(row)
     return _head(rows)
 
@@ -241,10 +245,12 @@ def schott_planted(
             ood = scenario.removeprefix("single_") if scenario != "test" else None
             if ood is not None:
                 r2[SCHOTT_FACTORS.index(ood)] -= modularity_gap
-            prefix = f"metrics.transfer/{scenario}/{probe}/r2"
             scored = [v for f, v in zip(SCHOTT_FACTORS, r2, strict=True) if f != ood]
-            row[prefix] = float(np.mean(scored))
-            row |= {f"{prefix}/{f}": float(v) for f, v in zip(SCHOTT_FACTORS, r2, strict=True)}
+            row[metric(transfer_key(scenario, probe, "r2"))] = float(np.mean(scored))
+            row |= {
+                metric(transfer_key(scenario, probe, "r2", f)): float(v)
+                for f, v in zip(SCHOTT_FACTORS, r2, strict=True)
+            }
         rows.append(row)
     return _head(rows)
 
@@ -257,11 +263,11 @@ LOCATELLO_OBJECTIVES = {
 }
 #: metric -> (loading on the latent quality u, noise sd).
 LOCATELLO_METRICS = {
-    "dis/beta_vae": (1.0, 0.5),
-    "dis/factor_vae": (1.0, 1.0),
-    "dis/mig": (1.0, 0.0),
-    "dis/dci_d": (0.7, 0.7),
-    "dis/modularity": (0.0, 1.0),
+    metric_key("dis", "beta_vae"): (1.0, 0.5),
+    metric_key("dis", "factor_vae"): (1.0, 1.0),
+    metric_key("dis", "mig"): (1.0, 0.0),
+    metric_key("dis", "dci_d"): (0.7, 0.7),
+    metric_key("dis", "modularity"): (0.0, 1.0),
 }
 
 
@@ -295,7 +301,7 @@ def locatello_planted(
         }
         row[param] = values[h]
         for name, (loading, sd) in metrics.items():
-            row[f"metrics.{name}"] = loading * u + sd * rng.normal()
+            row[metric(name)] = loading * u + sd * rng.normal()
         rows.append(row)
     return _head(rows)
 

@@ -19,7 +19,7 @@ from raystudy.analysis.columns import ERROR, METRIC, PARAM, RUN_NAME
 from raystudy.data.split_registry import split_tag
 from raystudy.study.folder import StudyInfo, load_study_spec, tune_dir_of
 from raystudy.study.records import StudyLayout, model_params, models_of
-from raystudy.tags import SOURCE_TAG, SPLIT_TAG, STUDY_TAG, TRIAL_ID_TAG, column
+from raystudy.tags import FROM_TUNE, SOURCE_TAG, SPLIT_TAG, STUDY_TAG, TRIAL_ID_TAG, column
 from raystudy.tune.state import FINISHED, read_tune_trials
 
 
@@ -39,7 +39,7 @@ def load_tune_results(study_dir: Path) -> pd.DataFrame:
                 RUN_NAME: trial.name,
                 column(TRIAL_ID_TAG): trial.trial_id,
                 column(STUDY_TAG): info.name,
-                column(SOURCE_TAG): "tune",
+                column(SOURCE_TAG): FROM_TUNE,
                 column(SPLIT_TAG): split_tag(config.split),
                 **{column(k): v for k, v in tags.items()},
             }

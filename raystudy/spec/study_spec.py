@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
+from raystudy.keys import train_key
 from raystudy.spec.grid import deep_merge, expand_grid, flatten
 from raystudy.spec.search_space import check_space, random_points
 from raystudy.spec.trial_config import (
@@ -34,7 +35,7 @@ from raystudy.spec.url_secrets import (
 class AshaConfig(StrictConfig):
     """Early stopping of poor trials on a metric reported during training (Li et al. 2020)."""
 
-    metric: str = "train/loss"
+    metric: str = train_key("loss")
     mode: Literal["min", "max"] = "min"
     grace_period: int = Field(2, ge=1, description="reports before a trial can be stopped")
     reduction_factor: float = Field(2.0, gt=1.0)

@@ -25,7 +25,7 @@ from raystudy.spec.problems import (
 from raystudy.spec.search_space import bound_points, random_points
 from raystudy.spec.study_spec import AshaConfig, StudySpec
 from raystudy.spec.trial_config import NAMES, OPTIONS, KnownNames, ObjectiveOptions, TrialConfig
-from raystudy.spec.yaml_io import shape_problem
+from raystudy.spec.yaml_io import shape_problem, split_assignment
 
 #: Every trial is validated here, then scheduled by Tune and tracked by MLflow one by one: a
 #: grid beyond this is a typo (an extra axis) far more often than a plan.
@@ -197,7 +197,10 @@ def refuse_shadowed(
     spec as the overrides left it (`apply_overrides`)."""
     leaves: dict[str, str] = {}  # each field an override sets -> the override's path
     for item in overrides:
-        path = item.partition("=")[0].strip()
+        pair = split_assignment(item)
+        if pair is None:  # apply_overrides refused it already
+            continue
+        path = pair[0]
         if path.split(".")[0] in ("grid", "search"):
             continue
         value: Any = merged

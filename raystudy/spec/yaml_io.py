@@ -109,19 +109,27 @@ class SpecLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
+def split_assignment(item: str) -> tuple[str, str] | None:
+    """`key=value` (or `dotted.path=value`) as (key, value text), the key stripped; None for
+    an item with no `=` or no key. The one reader of the form for `--set` and options."""
+    key, sep, text = item.partition("=")
+    return (key.strip(), text) if sep and key.strip() else None
+
+
 def apply_overrides(raw: dict[str, Any], overrides: Iterable[str], source: str) -> dict[str, Any]:
     """Apply `dotted.path=value` overrides, each value parsed as YAML."""
     raw = copy.deepcopy(raw)
     for item in overrides:
-        path, sep, text = item.partition("=")
-        if not sep or not path.strip():
+        pair = split_assignment(item)
+        if pair is None:
             raise SpecError(source, [("--set", f"{item!r} is not of the form dotted.path=value")])
+        path, text = pair
         try:
             value = parse_yaml(text)  # the spec file's rules, merge cap too
         except ValueError as exc:
             raise SpecError(source, [(f"--set {path}", f"value is {exc}")]) from None
         node = raw
-        parts = path.strip().split(".")
+        parts = path.split(".")
         for part in parts[:-1]:
             child = node.get(part)
             if child is None:
@@ -142,9 +150,10 @@ def parse_options(items: Iterable[str], flag: str) -> dict[str, Any]:
     options are read); OptionError naming the flag and the pair for one that is not."""
     options: dict[str, Any] = {}
     for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
+        pair = split_assignment(item)
+        if pair is None:
             raise OptionError(f"{flag} {item!r}: expected key=value")
+        key, value = pair
         try:
             options[key] = parse_yaml(value)
         except ValueError as exc:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import subprocess
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -21,7 +20,9 @@ from typing import Any, TypeVar
 import yaml
 
 import raystudy
-from raystudy.resources import ResourceError, cluster_request
+from raystudy.keys import STUDY_FINISHED, STUDY_STOPPED, STUDY_WALL_S
+from raystudy.lineage import PACKAGE_DIR, git_commit
+from raystudy.resources import ResourceError
 from raystudy.spec import ALLOWED_TRACKING_URIS, StudySpec
 from raystudy.study.folder import (
     SPEC_FILE,
@@ -34,23 +35,23 @@ from raystudy.study.folder import (
     remove_new,
 )
 from raystudy.study.records import run_records
-from raystudy.tags import STOPPED_TAG, VERSION_TAG
+from raystudy.tags import (
+    BY_ASHA,
+    RUN_FAILED,
+    RUN_FINISHED,
+    RUN_KILLED,
+    STOPPED_TAG,
+    VERSION_TAG,
+)
 from raystudy.tracking.retry import TrackingRejected, TrackingUnreachable, TrackingVariableUnset
 from raystudy.tracking.sync import sync_run
 from raystudy.tracking.writer import StudyTracker, default_uri
-from raystudy.tune.adapter import (
-    make_trainable,
-    new_tuner,
-    optuna_study_exists,
-    time_budget,
-    with_progress,
-)
+from raystudy.trials.common import StudyContext
+from raystudy.tune.adapter import new_tuner, optuna_study_exists, time_budget
 from raystudy.tune.cluster import TuneSetupError, connect
+from raystudy.tune.probe import cluster_request
+from raystudy.tune.restore import can_restore, restored_tuner
 from raystudy.tune.state import FINISHED, STOPPED, TUNE_DIR, fit_outcomes
-
-#: The value of `STOPPED_TAG` on the MLflow runs of trials the scheduler stopped: ASHA is the
-#: only scheduler a spec can name (a trial that returns has always reported its scores).
-STOPPED_BY = "asha"
 
 T = TypeVar("T")
 
@@ -85,23 +86,14 @@ class StudyOutcome:
 
 
 def _code_version() -> str:
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            cwd=Path(__file__).parent,
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=False,
-        ).stdout.strip()
-    except OSError:
-        commit = ""
+    """The raystudy version, with the short commit of its checkout when it has one."""
+    commit = git_commit(PACKAGE_DIR, short=True)
     return f"{raystudy.__version__}+{commit}" if commit else raystudy.__version__
 
 
 def trial_resources(spec: StudySpec) -> dict[str, float]:
     """What each trial asks for, fitted to the cluster we are connected to and the node types
-    its autoscaler can launch (`raystudy.resources`); StudyError when nothing can hold it."""
+    its autoscaler can launch (`raystudy.tune.probe`); StudyError when nothing can hold it."""
     want = spec.resources
     try:
         return cluster_request(want.cpu, want.gpu, want.autoscale, spec.name)
@@ -231,9 +223,8 @@ def _start(
             spec.num_trials(),
         )
         info.write()
-        tuner = _as_study_error(
-            new_tuner, spec, study_dir, _context(info, version), resources, verbose, overwrite
-        )
+        context = _context(spec, info, version, resources)
+        tuner = _as_study_error(new_tuner, spec, study_dir, context, verbose, overwrite)
     except BaseException:
         if tracker is not None:
             tracker.discard()
@@ -245,17 +236,28 @@ def _start(
 def _mark_killed(tracker: StudyTracker) -> None:
     # The study's own error matters more than a parent run left RUNNING on a lost server.
     with contextlib.suppress(TrackingUnreachable):
-        tracker.finish("KILLED")
+        tracker.finish(RUN_KILLED)
 
 
-def _context(info: StudyInfo, version: str) -> dict[str, Any]:
-    return {
-        "tracking_uri": info.tracking_uri,
-        "experiment_id": info.experiment_id,
-        "parent_run_id": info.parent_run_id,
-        "study": info.name,
-        "code_version": version,
-    }
+def _context(
+    spec: StudySpec, info: StudyInfo, version: str, resources: dict[str, float]
+) -> StudyContext:
+    """What every trial of the study shares: where it tracks, the code, its resources and the
+    spec's execution switches."""
+    execution = spec.execution
+    return StudyContext(
+        tracking_uri=info.tracking_uri,
+        experiment_id=info.experiment_id,
+        parent_run_id=info.parent_run_id,
+        study=info.name,
+        code_version=version,
+        cpus=resources["cpu"],
+        gpu=resources["gpu"],
+        log_models=execution.log_models,
+        register_models=execution.register_models,
+        system_metrics=execution.system_metrics,
+        log_artifacts=execution.log_artifacts,
+    )
 
 
 def _finish(
@@ -272,15 +274,15 @@ def _finish(
         synced = sync_from_tune(tracker, info)
         # Every trial has stopped by now: a run still open lost its process mid-way.
         tracker.close_running_trials()
-        tracker.tag_killed_trials(stopped, STOPPED_TAG, STOPPED_BY)
+        tracker.tag_killed_trials(stopped, STOPPED_TAG, BY_ASHA)
         tracker.log_metrics(
             {
-                "study/trials_finished": states.get(FINISHED, 0),
-                "study/trials_stopped": states.get(STOPPED, 0),
-                "study/wall_s": wall_s,
+                STUDY_FINISHED: states.get(FINISHED, 0),
+                STUDY_STOPPED: states.get(STOPPED, 0),
+                STUDY_WALL_S: wall_s,
             }
         )
-        tracker.finish("FINISHED" if ok else "FAILED")
+        tracker.finish(RUN_FINISHED if ok else RUN_FAILED)
     except TrackingUnreachable as exc:
         return StudyOutcome(info, states, wall_s, tracking_error=str(exc))
     return StudyOutcome(info, states, wall_s, synced=synced)
@@ -293,7 +295,7 @@ def sync_from_tune(tracker: StudyTracker, info: StudyInfo) -> int:
     if not (info.study_dir / TUNE_DIR).is_dir():
         return 0
     # Runs are named like their trial's folder: finished ones are not even read from disk.
-    done = {name for name, status in tracker.trial_statuses().items() if status == "FINISHED"}
+    done = {name for name, status in tracker.trial_statuses().items() if status == RUN_FINISHED}
     version = _code_version()
     synced = 0
     for record in run_records(info.study_dir, skip=done):
@@ -310,13 +312,11 @@ def resume_study(
 ) -> StudyOutcome:
     """Finish an interrupted study: unfinished trials continue from their last checkpoint,
     finished ones are not run again; errored ones resume (or restart from scratch)."""
-    from ray import tune
-
     started = time.monotonic()
     info = StudyInfo.read(study_dir)
     spec = load_study_spec(study_dir, check_data=True)
     tune_dir = study_dir / TUNE_DIR
-    if not tune.Tuner.can_restore(str(tune_dir)):
+    if not can_restore(tune_dir):
         raise StudyError(
             f"{tune_dir} holds no Tune state to resume (the study stopped before its first "
             f"trial started); run it again with `raystudy run --overwrite`"
@@ -335,15 +335,8 @@ def resume_study(
     except TrackingUnreachable as exc:
         raise _resume_unreachable(exc, info) from exc
     try:
-        trainable = make_trainable(spec, _context(info, _code_version()), resources)
-        tuner = tune.Tuner.restore(
-            str(tune_dir),
-            trainable=trainable,
-            resume_unfinished=True,
-            resume_errored=not restart_errored,
-            restart_errored=restart_errored,
-        )
-        tuner = with_progress(tuner, spec)
+        context = _context(spec, info, _code_version(), resources)
+        tuner = restored_tuner(spec, tune_dir, context, restart_errored=restart_errored)
     except BaseException:
         _mark_killed(tracker)
         raise

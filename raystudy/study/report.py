@@ -11,21 +11,14 @@ from typing import TYPE_CHECKING
 
 from raystudy.spec import StudySpec
 from raystudy.study.folder import study_path
-from raystudy.tags import STOPPED_TAG
-from raystudy.tune.state import ERROR, OUTCOMES, STOPPED, TUNE_DIR
+from raystudy.tags import BY_ASHA, STOPPED_TAG
+from raystudy.tune.state import ERROR, OUTCOMES, STOPPED, TUNE_DIR, outcome_word
 
 if TYPE_CHECKING:
     from raystudy.study.driver import StudyOutcome
 
 #: A line's style: plain (stdout), a warning (stdout, yellow), an error (stderr, red).
 PLAIN, WARNING, PROBLEM = "plain", "warning", "error"
-#: How the run summary and `status` name a trial outcome (others: its name, lower case).
-STATE_NAMES = {STOPPED: "stopped early", ERROR: "failed"}
-
-
-def state_name(state: str) -> str:
-    """A trial outcome (`raystudy.tune.state`) as the messages name it."""
-    return STATE_NAMES.get(state, state.lower())
 
 
 @dataclass(frozen=True)
@@ -60,18 +53,18 @@ def start_line(spec: StudySpec, output: Path) -> str:
 def outcome_report(outcome: StudyOutcome, output: Path, log: Path | None = None) -> Report:
     """Say what finished, what did not, and what to do next; exit code 1 when a trial is not
     done or MLflow is incomplete, else 0."""
-    from raystudy.study.driver import STOPPED_BY
-
     name = outcome.info.name
     order = [*OUTCOMES, *sorted(set(outcome.states) - set(OUTCOMES))]
-    states = ", ".join(f"{outcome.states[k]} {state_name(k)}" for k in order if k in outcome.states)
+    states = ", ".join(
+        f"{outcome.states[k]} {outcome_word(k)}" for k in order if k in outcome.states
+    )
     lines = [Line(f"Study {name!r} ended in {outcome.wall_s:.0f} s: {states}.")]
     if outcome.states.get(STOPPED):
         lines.append(
             Line(
                 f"{outcome.states[STOPPED]} trials were stopped early by the scheduler (ASHA) "
                 "before their final scores: pruned in Optuna, their MLflow runs KILLED with the "
-                f"tag {STOPPED_TAG}={STOPPED_BY}; they are done, not resumed."
+                f"tag {STOPPED_TAG}={BY_ASHA}; they are done, not resumed."
             )
         )
     if log is not None:

@@ -7,11 +7,11 @@ from collections import Counter
 from pathlib import Path
 
 from raystudy.study.folder import StudyError, StudyInfo, check_store
-from raystudy.study.report import PROBLEM, WARNING, Line, Report, state_name
+from raystudy.study.report import PROBLEM, WARNING, Line, Report
 from raystudy.tags import RUN_NAME_TAG, column
 from raystudy.tracking.reader import trial_runs_table
 from raystudy.tracking.retry import TrackingRejected, TrackingUnreachable
-from raystudy.tune.state import OUTCOMES, PENDING, TUNE_DIR, tune_outcomes
+from raystudy.tune.state import OUTCOMES, PENDING, TUNE_DIR, outcome_word, tune_outcomes
 
 
 def study_status(study_dir: Path) -> dict[str, int]:
@@ -50,7 +50,7 @@ def status_report(study_dir: Path, name: str | None = None) -> Report:
     info = StudyInfo.read(study_dir)
     counts = study_status(study_dir)
     text = [f"Study {name or study_dir.name!r} ({info.num_tune_trials} trials) in {study_dir}"]
-    text += [f"  {state_name(s):13s} {counts[s]}" for s in OUTCOMES if counts.get(s)]
+    text += [f"  {outcome_word(s):13s} {counts[s]}" for s in OUTCOMES if counts.get(s)]
     lines = [Line(t) for t in text]
     try:
         by_status = run_statuses(study_dir)

@@ -16,7 +16,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from raystudy.tune.progress import Snapshot, TrialFailure
-from raystudy.tune.state import ERROR, FINISHED, PENDING, RUNNING, STOPPED
+from raystudy.tune.state import ERROR, FINISHED, PENDING, RUNNING, STOPPED, outcome_word
 
 #: A plain view prints a line at most this often, and only when something changed.
 PLAIN_EVERY_S = 30.0
@@ -121,9 +121,9 @@ class StudyDisplay:
 
     def states(self) -> str:
         counts = self.snapshot.counts
-        parts = [f"{counts[RUNNING]} running"]
-        parts += [f"{counts[ERROR]} failed"] if counts[ERROR] else []
-        parts += [f"{counts[STOPPED]} stopped early"] if counts[STOPPED] else []
+        parts = [f"{counts[RUNNING]} {outcome_word(RUNNING)}"]
+        parts += [f"{counts[ERROR]} {outcome_word(ERROR)}"] if counts[ERROR] else []
+        parts += [f"{counts[STOPPED]} {outcome_word(STOPPED)}"] if counts[STOPPED] else []
         parts += [f"{counts[PENDING]} waiting"] if counts[PENDING] else []
         return ", ".join(parts)
 

@@ -22,6 +22,7 @@ from raystudy.tags import (
     MODEL_TAG,
     PARENT_TAG,
     ROLE_TAG,
+    RUN_FINISHED,
     SPLIT_TAG,
     STUDY_TAG,
     VERSION_TAG,
@@ -78,5 +79,5 @@ def log_external_run(
         for chunk in _chunks(params, _MAX_PARAMS):
             retry_busy(lambda chunk=chunk: client.log_batch(run_id, params=chunk))
         log_metrics(client, run_id, results, step=0)
-        retry_busy(lambda: client.set_terminated(run_id, status="FINISHED"))
+        retry_busy(lambda: client.set_terminated(run_id, status=RUN_FINISHED))
     return run_id

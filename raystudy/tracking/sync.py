@@ -4,7 +4,7 @@ its writes (an outage, a killed worker): the driver calls it at the study's end 
 
 from __future__ import annotations
 
-from raystudy.tags import SYNCED_TAG
+from raystudy.tags import FROM_TUNE, RUN_FINISHED, SYNCED_TAG
 from raystudy.tracking.reader import RunRecord
 from raystudy.tracking.retry import TrackingUnreachable, reaching
 from raystudy.tracking.writer import TrialRun
@@ -39,8 +39,8 @@ def sync_run(uri: str, experiment_id: str, parent_run_id: str | None, record: Ru
             have = run.client.get_run(run.run_id).data.metrics if run.offline is None else {}
         points += [(k, v, record.final_step) for k, v in record.final.items() if k not in have]
         run.log_points(points)
-        run.set_tags({SYNCED_TAG: "tune"})
-        run.finish("FINISHED")
+        run.set_tags({SYNCED_TAG: FROM_TUNE})
+        run.finish(RUN_FINISHED)
     if run.offline is not None:
         raise TrackingUnreachable(run.offline)
     return run.finished is None

@@ -30,15 +30,20 @@ from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT
 
 from raystudy.spec.url_secrets import expand
 from raystudy.tags import (
+    AT_STUDY_END,
     CLOSED_TAG,
     EXPERIMENT_TAGS,
     PARENT_TAG,
     ROLE_TAG,
+    RUN_FINISHED,
+    RUN_KILLED,
+    RUN_RUNNING,
     STUDY_ROLE,
     STUDY_TAG,
     TRIAL_ID_TAG,
     TRIAL_ROLE,
     equals,
+    status_is,
 )
 from raystudy.tracking.reader import trial_runs
 from raystudy.tracking.retry import (
@@ -153,7 +158,7 @@ class StudyTracker:
         """Mark the parent run running again (a resumed study)."""
         check_reachable(self.uri)
         with reaching(self.uri):
-            self.client.update_run(self.parent_run_id, status="RUNNING")
+            self.client.update_run(self.parent_run_id, status=RUN_RUNNING)
 
     def log_artifact(self, path: Path) -> None:
         with refusing(self.uri):
@@ -190,11 +195,9 @@ class StudyTracker:
         closed = 0
         with reaching(self.uri):
             # Listed in full first: closing a run takes it out of the filter being paged.
-            for run in list(
-                trial_runs(self.client, self.experiment_id, "attributes.status = 'RUNNING'")
-            ):
-                self.client.set_tag(run.info.run_id, CLOSED_TAG, "study_end")
-                self.client.set_terminated(run.info.run_id, status="KILLED")
+            for run in list(trial_runs(self.client, self.experiment_id, status_is(RUN_RUNNING))):
+                self.client.set_tag(run.info.run_id, CLOSED_TAG, AT_STUDY_END)
+                self.client.set_terminated(run.info.run_id, status=RUN_KILLED)
                 closed += 1
         return closed
 
@@ -210,7 +213,7 @@ class StudyTracker:
             return 0
         tagged = 0
         with reaching(self.uri):
-            for run in trial_runs(self.client, self.experiment_id, "attributes.status = 'KILLED'"):
+            for run in trial_runs(self.client, self.experiment_id, status_is(RUN_KILLED)):
                 trial_id = run.data.tags.get(TRIAL_ID_TAG, "").split("/", 1)[0]
                 if trial_id in wanted and run.data.tags.get(tag) != value:
                     self.client.set_tag(run.info.run_id, tag, value)
@@ -316,9 +319,9 @@ class TrialRun:
             )
             if found:
                 run_id = found[0].info.run_id
-                if found[0].info.status == "FINISHED":
+                if found[0].info.status == RUN_FINISHED:
                     return cls(uri, run_id, finished=dict(found[0].data.metrics))
-                retry_busy(lambda: client.update_run(run_id, status="RUNNING"))
+                retry_busy(lambda: client.update_run(run_id, status=RUN_RUNNING))
                 if CLOSED_TAG in found[0].data.tags:  # the trial is back: no longer closed
                     retry_busy(lambda: client.delete_tag(run_id, CLOSED_TAG))
                 return cls(uri, run_id)

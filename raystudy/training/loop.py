@@ -8,7 +8,6 @@ neither Ray nor MLflow: progress and checkpoints leave through the callbacks.
 from __future__ import annotations
 
 import bisect
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -18,9 +17,9 @@ import torch
 from raystudy.data import GroundTruthDataset, Split
 from raystudy.data.composition import TRAIN_ROLES, sample_triples
 from raystudy.data.pairs import pair_k_problem, varying_in_encoder_set
-from raystudy.keys import train_key
 from raystudy.models import VAE, Batch, Objective, PairK, add_input_noise
 from raystudy.spec import TrainConfig
+from raystudy.training.report import ReportWindow, checkpoint_due, report_due
 
 #: (step, train/* metrics or None, checkpoint state or None); called when either is due.
 ProgressFn = Callable[[int, dict[str, float] | None, dict[str, Any] | None], None]
@@ -279,9 +278,8 @@ def train(
         memory_format=layout,
         triples=objective.triples,
     )
-    names: list[str] = []
-    sums: torch.Tensor | None = None  # per reported scalar, since the last report
-    count = 0
+    window = ReportWindow(1, device, [history])
+    history = window.histories[0]
     while step < config.steps:
         batch = sampler()
         terms = objective(
@@ -295,28 +293,14 @@ def train(
         optimizer.step()
         objective.auxiliary_step(terms)
         step += 1
-        scalars = terms.scalars()
-        if sums is None:
-            names = list(scalars)
-            sums = torch.zeros(len(names), device=device)
-        elif list(scalars) != names:
-            raise RuntimeError(
-                f"the objective's reported terms changed: {names} -> {list(scalars)}"
-            )
-        # Accumulate on the device: a .item() per step would synchronise a GPU every step.
-        sums += torch.stack([scalars[n].to(sums.dtype) for n in names])
-        count += 1
+        window.add(terms.scalars())
         row: dict[str, float] | None = None
         state: dict[str, Any] | None = None
-        if step % config.report_every == 0 or step == config.steps:
-            means = dict(zip(names, (sums / count).tolist(), strict=True))
-            if not math.isfinite(means["loss"]):
-                raise TrainingDiverged(step, means["loss"])
-            row = {train_key(n): v for n, v in means.items()}
-            history.append({"step": float(step), **row})
-            sums.zero_()
-            count = 0
-        if step % config.checkpoint_interval == 0 or step == config.steps:
+        if report_due(step, config):
+            [row] = window.close(step)
+            if row is None:
+                raise TrainingDiverged(*window.diverged[0])
+        if checkpoint_due(step, config):
             state = {
                 "step": step,
                 "model": model.state_dict(),

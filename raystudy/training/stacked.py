@@ -24,7 +24,6 @@ own networks (FactorVAE's discriminator) are not stackable (`Objective.stackable
 from __future__ import annotations
 
 import copy
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -35,11 +34,11 @@ from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 
 from raystudy.data import GroundTruthDataset, Split
-from raystudy.keys import train_key
 from raystudy.models import VAE, Batch, Objective, add_input_noise
 from raystudy.models.vae import noise_tape
 from raystudy.spec import TrainConfig
 from raystudy.training.loop import BatchSampler, kl_warmup, set_learning_rate
+from raystudy.training.report import ReportWindow, checkpoint_due, report_due
 
 #: (step, per-model train/* rows or None, checkpoint state or None, diverged models so far:
 #: index -> (step, loss)). A model's row is None once it has diverged.
@@ -302,8 +301,8 @@ def train_stacked(
 
     else:
         raise ValueError(f"batching must be auto, vmap or loop, got {batching!r}")
-    sums = torch.zeros(size, len(names), device=device)
-    count = 0
+    window = ReportWindow(size, device, histories, diverged)
+    histories, diverged = window.histories, window.diverged
     while step < config.steps:
         tensors = sample()
         # Each model's posterior noise follows its input noise in its own stream, as in a
@@ -330,26 +329,12 @@ def train_stacked(
         set_learning_rate(optimizer, step, config)
         optimizer.step()
         step += 1
-        sums += scalars.detach()
-        count += 1
+        window.add(dict(zip(names, scalars.T, strict=True)))
         rows: list[dict[str, float] | None] | None = None
         state: dict[str, Any] | None = None
-        if step % config.report_every == 0 or step == config.steps:
-            means = (sums / count).tolist()
-            rows = []
-            for s in range(size):
-                loss = means[s][names.index("loss")]
-                if s not in diverged and not math.isfinite(loss):
-                    diverged[s] = (step, loss)
-                if s in diverged:
-                    rows.append(None)
-                    continue
-                row = {train_key(n): v for n, v in zip(names, means[s], strict=True)}
-                histories[s].append({"step": float(step), **row})
-                rows.append(row)
-            sums.zero_()
-            count = 0
-        if step % config.checkpoint_interval == 0 or step == config.steps:
+        if report_due(step, config):
+            rows = window.close(step)
+        if checkpoint_due(step, config):
             state = {
                 "step": step,
                 "params": {k: v.detach() for k, v in params.items()},

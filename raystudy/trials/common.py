@@ -1,6 +1,6 @@
-"""What every trial shares, lone or stacked: its context, the Reporter it reports to, the
-tags and artifacts of its runs, and the setup before training and the closing of its runs on
-the way out.
+"""What every trial shares, lone or stacked: its context (and the study's, `StudyContext`),
+the Reporter it reports to, the tags and artifacts of its runs, and the setup before training
+and the closing of its runs on the way out.
 """
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ from raystudy.tags import (
     GPU_IDS_TAG,
     LINEAGE_ERROR_TAG,
     NODE_TAG,
+    RUN_FAILED,
+    RUN_KILLED,
     SPLIT_TAG,
     STUDY_TAG,
     VERSION_TAG,
@@ -76,6 +78,50 @@ class TrialContext:
     register_models: bool = False
     system_metrics: bool = True
     log_artifacts: bool = True
+
+
+@dataclass(frozen=True)
+class StudyContext:
+    """What every trial of a study shares, built once by the study driver and handed to each
+    Tune trial, which adds its own id, name and placement (`trial`)."""
+
+    tracking_uri: str
+    experiment_id: str
+    parent_run_id: str | None
+    study: str
+    code_version: str
+    #: Each trial's resources, as fitted to the cluster (`raystudy.tune.probe`).
+    cpus: float
+    gpu: float
+    #: `execution.log_models`, `register_models`, `system_metrics` and `log_artifacts`.
+    log_models: bool = True
+    register_models: bool = False
+    system_metrics: bool = True
+    log_artifacts: bool = True
+
+    @property
+    def resources(self) -> dict[str, float]:
+        """What each trial asks Tune for."""
+        return {"cpu": self.cpus, "gpu": self.gpu}
+
+    def trial(self, trial_id: str, trial_name: str, node: str, gpu_ids: str) -> TrialContext:
+        """The context of one trial of the study, placed on `node` with `gpu_ids`."""
+        return TrialContext(
+            tracking_uri=self.tracking_uri,
+            experiment_id=self.experiment_id,
+            parent_run_id=self.parent_run_id,
+            study=self.study,
+            trial_id=trial_id,
+            trial_name=trial_name,
+            cpus=self.cpus,
+            code_version=self.code_version,
+            node=node,
+            gpu_ids=gpu_ids,
+            log_models=self.log_models,
+            register_models=self.register_models,
+            system_metrics=self.system_metrics,
+            log_artifacts=self.log_artifacts,
+        )
 
 
 def run_tags(config: TrialConfig, ctx: TrialContext) -> dict[str, str]:
@@ -193,7 +239,9 @@ def closing_runs_on_exit(still_open: Callable[[], Iterable[TrialRun]]) -> Iterat
         for run in still_open():
             if not isinstance(exc, SystemExit):
                 run.set_tags(error_tags(exc))
-            run.finish("KILLED" if isinstance(exc, SystemExit | KeyboardInterrupt) else "FAILED")
+            run.finish(
+                RUN_KILLED if isinstance(exc, SystemExit | KeyboardInterrupt) else RUN_FAILED
+            )
         raise
 
 

@@ -10,49 +10,37 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from raystudy.data import get_dataset
 from raystudy.keys import EVALUATED, train_key
 from raystudy.models.params import trial_params
-from raystudy.scoring import build_split, score_model
+from raystudy.scoring import build_split
 from raystudy.spec import TrialConfig
+from raystudy.tags import RUN_FINISHED
 from raystudy.tracking.system_metrics import system_metrics
 from raystudy.tracking.writer import TrialRun
 from raystudy.training.loop import train
 from raystudy.trials.common import (
     Reporter,
     TrialContext,
-    build_seeded,
     closing_runs_on_exit,
-    cost_params,
-    decoder_test_scores,
-    log_artifacts,
     record_lineage,
     run_tags,
     torch_setup,
 )
-from raystudy.trials.logged_model import log_trained_model
+from raystudy.trials.finish import build_models, finish_model
 
 
 def run_trial(config: TrialConfig, ctx: TrialContext, reporter: Reporter) -> dict[str, float]:
     """Train and score one model; every result goes to MLflow and to `reporter`."""
     threads, device = torch_setup(ctx)
-    # The model is built before the run opens, so that its size and cost are among the
-    # run's params; a failure here is recorded on the run like any other (raised below).
-    setup_error: Exception | None = None
-    model_params: dict[str, int] = {}
-    try:
-        dataset = get_dataset(config.dataset.name, **config.dataset.options)
-        model, objective = build_seeded(config, dataset, device)
-        # Consumes random numbers; train() seeds again before it draws any.
-        model_params = cost_params(model, objective, dataset, config.train.batch_size)
-    except Exception as exc:
-        setup_error = exc
+    # Built before the run opens, so that the model's size and cost are among the run's
+    # params; a failure here is recorded on the run like any other (raised below).
+    built = build_models([config], device)
     run = TrialRun.open(
         ctx.tracking_uri,
         ctx.experiment_id,
         ctx.trial_id,
         ctx.trial_name,
-        params={**trial_params(config), **model_params},
+        params={**trial_params(config), **built.cost},
         tags=run_tags(config, ctx),
         parent_run_id=ctx.parent_run_id,
     )
@@ -62,8 +50,9 @@ def run_trial(config: TrialConfig, ctx: TrialContext, reporter: Reporter) -> dic
         reporter.report({"step": float(config.train.steps), **run.finished, EVALUATED: 1.0})
         return run.finished
     with closing_runs_on_exit(lambda: [run]), system_metrics(lambda: [run], ctx.system_metrics):
-        if setup_error is not None:
-            raise setup_error
+        built.raise_error()
+        assert built.dataset is not None
+        dataset, [model], [objective] = built.dataset, built.models, built.objectives
         split = build_split(config, dataset)
         record_lineage([run], config, split, device)
         logged_up_to = run.last_step(train_key("loss"))
@@ -86,16 +75,9 @@ def run_trial(config: TrialConfig, ctx: TrialContext, reporter: Reporter) -> dic
             on_progress=on_progress,
             resume_from=reporter.restore(),
         )
-        results = score_model(model, dataset, split, config, device, n_jobs=threads)
-        run.log_metrics(results, step=config.train.steps)
-        tested = decoder_test_scores(model, dataset, split, config, device)
-        run.log_metrics(tested, step=config.train.steps)
-        results |= tested
-        if ctx.log_artifacts:
-            log_artifacts(run, model, dataset, split, config, device)
-        log_trained_model(run, model, dataset, split, config, ctx)
+        results = finish_model(run, model, dataset, split, config, device, ctx, threads)
     # The run is complete before the last report: Tune may end the trial inside report().
-    run.finish("FINISHED")
+    run.finish(RUN_FINISHED)
     reporter.report({"step": float(config.train.steps), **results, EVALUATED: 1.0})
     return results
 

@@ -19,13 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from raystudy.data import get_dataset
 from raystudy.keys import DIVERGED_KEY, EVALUATED, stack_key, train_key
-from raystudy.models import VAE, Objective
 from raystudy.models.params import trial_params
-from raystudy.scoring import build_split, score_model
+from raystudy.scoring import build_split
 from raystudy.spec import TrialConfig
-from raystudy.tags import STACK_TAG
+from raystudy.tags import RUN_FAILED, RUN_FINISHED, STACK_TAG
 from raystudy.tracking.system_metrics import system_metrics
 from raystudy.tracking.writer import TrialRun
 from raystudy.training.loop import TrainingDiverged
@@ -33,17 +31,13 @@ from raystudy.training.stacked import train_stacked
 from raystudy.trials.common import (
     Reporter,
     TrialContext,
-    build_seeded,
     closing_runs_on_exit,
-    cost_params,
-    decoder_test_scores,
     error_tags,
-    log_artifacts,
     record_lineage,
     run_tags,
     torch_setup,
 )
-from raystudy.trials.logged_model import log_trained_model
+from raystudy.trials.finish import build_models, finish_model
 
 
 def member_keys(configs: list[TrialConfig]) -> list[str]:
@@ -85,14 +79,10 @@ def run_seed_stack(
     threads, device = torch_setup(ctx)
     base = configs[0]
     seeds = [c.seed for c in configs]
-    dataset = get_dataset(base.dataset.name, **base.dataset.options)
-    models: list[VAE] = []
-    objectives: list[Objective] = []
-    for c in configs:
-        model, objective = build_seeded(c, dataset, device)
-        models.append(model)
-        objectives.append(objective)
-    cost = cost_params(models[0], objectives[0], dataset, base.train.batch_size)
+    # Built before the runs open, as a lone trial builds its model; a failure here is
+    # recorded on every model's run (raised below), not lost before any run exists.
+    built = build_models(configs, device)
+    cost = built.cost
     runs = [
         TrialRun.open(
             ctx.tracking_uri,
@@ -122,6 +112,9 @@ def run_seed_stack(
         return [runs[s] for s in sorted(open_runs) if s not in failed]
 
     with closing_runs_on_exit(still_open), system_metrics(sampled, ctx.system_metrics):
+        built.raise_error()
+        assert built.dataset is not None
+        dataset, models, objectives = built.dataset, built.models, built.objectives
         split = build_split(base, dataset)
         record_lineage([runs[s] for s in sorted(open_runs)], base, split, device)
         logged_up_to = [r.last_step(train_key("loss")) for r in runs]
@@ -137,7 +130,7 @@ def run_seed_stack(
                     # This seed diverged; the others train on, untouched by it.
                     failed.add(s)
                     runs[s].set_tags(error_tags(TrainingDiverged(at, loss)))
-                    runs[s].finish("FAILED")
+                    runs[s].finish(RUN_FAILED)
             for s, row in enumerate(rows or []):
                 if row is not None and step > logged_up_to[s]:
                     runs[s].log_metrics(row, step)
@@ -157,21 +150,16 @@ def run_seed_stack(
         errors: list[BaseException] = []
         for s in sorted(open_runs - set(result.diverged)):
             try:
-                scores = score_model(models[s], dataset, split, configs[s], device, n_jobs=threads)
-                runs[s].log_metrics(scores, step=configs[s].train.steps)
-                tested = decoder_test_scores(models[s], dataset, split, configs[s], device)
-                runs[s].log_metrics(tested, step=configs[s].train.steps)
-                scores |= tested
-                if ctx.log_artifacts:
-                    log_artifacts(runs[s], models[s], dataset, split, configs[s], device)
-                log_trained_model(runs[s], models[s], dataset, split, configs[s], ctx)
+                scores = finish_model(
+                    runs[s], models[s], dataset, split, configs[s], device, ctx, threads
+                )
             except Exception as exc:  # one seed's failure must not cost the others theirs
                 runs[s].set_tags(error_tags(exc))
-                runs[s].finish("FAILED")
+                runs[s].finish(RUN_FAILED)
                 failed.add(s)
                 errors.append(exc)
                 continue
-            runs[s].finish("FINISHED")
+            runs[s].finish(RUN_FINISHED)
             results[s] = scores
         # Tune's copy of the scores goes before any model's error is raised: it is the
         # others' only record if the tracking store is lost, and `--from-tune` reads them

@@ -24,7 +24,7 @@ from ray.tune.search.optuna import OptunaSearch
 
 from raystudy.spec import StudySpec, TrialConfig, deep_merge
 from raystudy.spec.search_space import define_by_run
-from raystudy.trials.common import TrialContext
+from raystudy.trials.common import StudyContext
 from raystudy.trials.single import run_trial
 from raystudy.tune.cluster import TuneSetupError
 from raystudy.tune.points import (
@@ -71,7 +71,7 @@ def _trainable(
     *,
     base: dict[str, Any],
     points: list[dict[str, Any]],
-    context: dict[str, Any],
+    context: StudyContext,
     stacks: list[list[int]] | None = None,
     labels: list[str] | None = None,
 ) -> None:
@@ -82,18 +82,16 @@ def _trainable(
 
     members = stacks[config[STACK]] if STACK in config and stacks is not None else None
     config_ = trial_config(base, points, config) if members is None else None
-    gpu = context.pop("gpu", 0.0)
-    if gpu and torch.cuda.is_available():
+    if context.gpu and torch.cuda.is_available():
         # Ray shares a GPU between fractional trials but does not isolate their memory: cap
         # each at its share so co-located trials cannot starve one another.
-        torch.cuda.set_per_process_memory_fraction(min(1.0, gpu))
+        torch.cuda.set_per_process_memory_fraction(min(1.0, context.gpu))
     tune_context = tune.get_context()
-    ctx = TrialContext(
+    ctx = context.trial(
         trial_id=tune_context.get_trial_id(),
         trial_name=tune_context.get_trial_name(),
         node=ray.get_runtime_context().get_node_id(),
         gpu_ids=",".join(str(g) for g in ray.get_gpu_ids()),
-        **context,
     )
     if config_ is not None:
         run_trial(config_, ctx, TuneReporter())
@@ -199,12 +197,11 @@ def make_searcher(
 def new_tuner(
     spec: StudySpec,
     study_dir: Path,
-    context: dict[str, Any],
-    resources: dict[str, float],
+    context: StudyContext,
     verbose: int = 1,
     overwrite: bool = False,
 ) -> Any:
-    """The Tuner of a new study (a resumed one is rebuilt by `Tuner.restore`)."""
+    """The Tuner of a new study (a resumed one is rebuilt by `raystudy.tune.restore`)."""
     from ray import tune
 
     points = spec.points()
@@ -221,7 +218,7 @@ def new_tuner(
         param_space = {key: tune.grid_search(list(range(len(labels))))}
         num_samples = 1
     return tune.Tuner(
-        make_trainable(spec, context, resources),
+        make_trainable(spec, context),
         param_space=param_space,
         tune_config=tune.TuneConfig(
             search_alg=search_alg,
@@ -271,7 +268,8 @@ def with_progress(tuner: Any, spec: StudySpec) -> Any:
     return tuner
 
 
-def make_trainable(spec: StudySpec, context: dict[str, Any], resources: dict[str, float]) -> Any:
+def make_trainable(spec: StudySpec, context: StudyContext) -> Any:
+    """The spec's trainable, with the study's context and the resources each trial asks for."""
     from ray import tune
 
     return tune.with_resources(
@@ -279,18 +277,10 @@ def make_trainable(spec: StudySpec, context: dict[str, Any], resources: dict[str
             _trainable,
             base=spec.base(),
             points=spec.points(),
-            context={
-                **context,
-                "cpus": resources["cpu"],
-                "gpu": resources["gpu"],
-                "log_models": spec.execution.log_models,
-                "register_models": spec.execution.register_models,
-                "system_metrics": spec.execution.system_metrics,
-                "log_artifacts": spec.execution.log_artifacts,
-            },
+            context=context,
             **_stacking(spec),
         ),
-        resources,
+        context.resources,
     )
 
 

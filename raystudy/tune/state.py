@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from raystudy.keys import DIVERGED_KEY, EVALUATED, FINAL_PREFIXES, STACK_KEYS, TRAIN
+from raystudy.tags import RUN_FAILED, RUN_FINISHED, RUN_KILLED, RUN_RUNNING
 
 #: The folder of a study that Tune's storage is in (`RunConfig.name`).
 TUNE_DIR = "tune"
@@ -47,14 +48,22 @@ _DONE = "done"
 #: outcome of its trial: a trial cut short, by the scheduler or otherwise, is marked KILLED
 #: by the study's end.
 RUN_STATUS = {
-    FINISHED: "FINISHED",
-    STOPPED: "KILLED",
-    UNFINISHED: "KILLED",
-    ERROR: "FAILED",
-    RUNNING: "RUNNING",
-    PENDING: "RUNNING",
-    PAUSED: "RUNNING",
+    FINISHED: RUN_FINISHED,
+    STOPPED: RUN_KILLED,
+    UNFINISHED: RUN_KILLED,
+    ERROR: RUN_FAILED,
+    RUNNING: RUN_RUNNING,
+    PENDING: RUN_RUNNING,
+    PAUSED: RUN_RUNNING,
 }
+#: How the run summary, `status` and the progress display name an outcome (any other: its
+#: word in lower case).
+OUTCOME_WORDS = {STOPPED: "stopped early", ERROR: "failed"}
+
+
+def outcome_word(outcome: str) -> str:
+    """An outcome as the messages name it: `STOPPED` -> "stopped early"."""
+    return OUTCOME_WORDS.get(outcome, outcome.lower())
 
 
 def trial_outcome(last: Mapping[str, Any], *, failed: bool, tune_status: str = _TERMINATED) -> str:

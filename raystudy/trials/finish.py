@@ -1,0 +1,86 @@
+"""The two steps a lone trial and a stacked one share around their training: building the
+models before any run opens (so their size and cost are params of the runs, and a failure is
+kept to be recorded on the runs once they are open), and finishing one trained model (scores,
+the decoder test, artifacts, the logged model), each result logged as soon as it exists.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from raystudy.data import GroundTruthDataset, Split, get_dataset
+from raystudy.models import VAE, Objective
+from raystudy.scoring import score_model
+from raystudy.spec import TrialConfig
+from raystudy.tracking.writer import TrialRun
+from raystudy.trials.common import (
+    TrialContext,
+    build_seeded,
+    cost_params,
+    decoder_test_scores,
+    log_artifacts,
+)
+from raystudy.trials.logged_model import log_trained_model
+
+
+@dataclass
+class Built:
+    """The dataset and, per config, the model and objective; `error` if building failed (to
+    be raised once the runs are open, which record it), with whatever was built before."""
+
+    dataset: GroundTruthDataset | None = None
+    models: list[VAE] = field(default_factory=list)
+    objectives: list[Objective] = field(default_factory=list)
+    #: The first model's size and cost (all models of a stack share the architecture).
+    cost: dict[str, int] = field(default_factory=dict)
+    error: Exception | None = None
+
+    def raise_error(self) -> None:
+        if self.error is not None:
+            raise self.error
+
+
+def build_models(configs: list[TrialConfig], device: torch.device) -> Built:
+    """Build the dataset of `configs[0]` and each config's model, seeded as its lone trial
+    seeds it. Never raises: the error is kept in `Built.error`."""
+    built = Built()
+    try:
+        base = configs[0]
+        built.dataset = get_dataset(base.dataset.name, **base.dataset.options)
+        for config in configs:
+            model, objective = build_seeded(config, built.dataset, device)
+            built.models.append(model)
+            built.objectives.append(objective)
+        # Consumes random numbers; training seeds again before it draws any.
+        built.cost = cost_params(
+            built.models[0], built.objectives[0], built.dataset, base.train.batch_size
+        )
+    except Exception as exc:
+        built.error = exc
+    return built
+
+
+def finish_model(
+    run: TrialRun,
+    model: VAE,
+    dataset: GroundTruthDataset,
+    split: Split,
+    config: TrialConfig,
+    device: torch.device,
+    ctx: TrialContext,
+    threads: int,
+) -> dict[str, float]:
+    """Score a trained model and log it: metrics, probes and eval/* scores, the decoder test,
+    artifacts (if the study logs them) and the model itself; each part is on its run before
+    the next starts, so a failure later loses nothing already measured. The run stays open."""
+    results = score_model(model, dataset, split, config, device, n_jobs=threads)
+    run.log_metrics(results, step=config.train.steps)
+    tested = decoder_test_scores(model, dataset, split, config, device)
+    run.log_metrics(tested, step=config.train.steps)
+    results |= tested
+    if ctx.log_artifacts:
+        log_artifacts(run, model, dataset, split, config, device)
+    log_trained_model(run, model, dataset, split, config, ctx)
+    return results
