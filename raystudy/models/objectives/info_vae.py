@@ -1,5 +1,6 @@
 """InfoVAE with the MMD divergence (Zhao, Song & Ermon, AAAI 2019, "InfoVAE: Balancing
-Learning and Inference in Variational Autoencoders", Eq. 6, the "MMD-VAE" of their Sec. 3):
+Learning and Inference in Variational Autoencoders", arXiv 1706.02262: their InfoVAE
+objective with the divergence D taken as the MMD, the "MMD-VAE"):
 
     loss = E_q[-log p(x|z)] + (1 - alpha) * KL(q(z|x) || N(0, I))
            + (alpha + lambda_info - 1) * MMD(q(z), N(0, I))
