@@ -155,6 +155,14 @@ def check_study_dir(output: Path, name: str, overwrite: bool) -> Path:
         raise StudyError(
             f"--output {output}: cannot read {exc.filename or study_dir} ({exc.strerror})"
         ) from None
+    # --overwrite deletes a study, never a folder of something else that shares its name.
+    is_study = (study_dir / STUDY_FILE).is_file() or (study_dir / SPEC_FILE).is_file()
+    if occupied and overwrite and not is_study:
+        raise StudyError(
+            f"{study_dir} is not empty and holds no raystudy study (no {STUDY_FILE} or "
+            f"{SPEC_FILE}): --overwrite deletes only a study's folder; move its files away, "
+            "or pass --output to write elsewhere"
+        )
     if occupied and not overwrite:
         what = (
             f"already holds a study named {name!r}"
