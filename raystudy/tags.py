@@ -76,6 +76,9 @@ def version_tag(package: str) -> str:
 # --- Outcome: how a trial ended ---------------------------------------------------------------
 #: A failed trial's error, `<ExceptionType>: <message>`.
 ERROR_TAG = "raystudy.error"
+#: A retried or resumed trial's earlier error, moved here from `ERROR_TAG` when its run is
+#: reopened: a run that then finishes carries no error, and the failure stays on record.
+EARLIER_ERROR_TAG = "raystudy.error_before_retry"
 #: Figures a trained and evaluated trial could not draw (the trial itself did not fail).
 ARTIFACT_ERROR_TAG = "raystudy.artifact_error"
 #: A trained trial whose encoder was not logged as an MLflow model, and why (gt_decoder has

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from mlflow import MlflowClient
 
-from raystudy.tags import CLOSED_TAG
+from raystudy.tags import CLOSED_TAG, EARLIER_ERROR_TAG, ERROR_TAG
 from raystudy.tracking.writer import StudyTracker, TrialRun, default_uri
 
 
@@ -36,3 +36,19 @@ def test_runs_left_running_are_killed_at_study_end_and_reopen_clean(tmp_path: Pa
     assert again.run_id == dead.run_id
     run = client.get_run(dead.run_id)
     assert run.info.status == "RUNNING" and CLOSED_TAG not in run.data.tags
+
+
+def test_a_retry_that_succeeds_carries_no_error_and_keeps_the_earlier_one(tmp_path: Path) -> None:
+    uri = default_uri(tmp_path)
+    tracker = StudyTracker.start(uri, "s", tmp_path / "mlartifacts", tags={})
+    first = TrialRun.open(uri, tracker.experiment_id, "t", "t", {"seed": 1}, {}, None)
+    first.set_tags({ERROR_TAG: "OSError: the node went away"})
+    first.finish("FAILED")
+    # Tune retries the trial (max_failures): it finds its run again, and this time succeeds.
+    again = TrialRun.open(uri, tracker.experiment_id, "t", "t", {"seed": 1}, {}, None)
+    assert again.run_id == first.run_id
+    again.finish("FINISHED")
+    run = MlflowClient(uri).get_run(first.run_id)
+    assert run.info.status == "FINISHED"
+    assert ERROR_TAG not in run.data.tags
+    assert run.data.tags[EARLIER_ERROR_TAG] == "OSError: the node went away"

@@ -32,6 +32,8 @@ from raystudy.spec.url_secrets import expand
 from raystudy.tags import (
     AT_STUDY_END,
     CLOSED_TAG,
+    EARLIER_ERROR_TAG,
+    ERROR_TAG,
     EXPERIMENT_TAGS,
     PARENT_TAG,
     ROLE_TAG,
@@ -324,6 +326,11 @@ class TrialRun:
                 retry_busy(lambda: client.update_run(run_id, status=RUN_RUNNING))
                 if CLOSED_TAG in found[0].data.tags:  # the trial is back: no longer closed
                     retry_busy(lambda: client.delete_tag(run_id, CLOSED_TAG))
+                earlier = found[0].data.tags.get(ERROR_TAG)
+                if earlier is not None:
+                    # This attempt may succeed: the run's error is the last attempt's only.
+                    retry_busy(lambda: client.set_tag(run_id, EARLIER_ERROR_TAG, earlier))
+                    retry_busy(lambda: client.delete_tag(run_id, ERROR_TAG))
                 return cls(uri, run_id)
             all_tags = {ROLE_TAG: TRIAL_ROLE, TRIAL_ID_TAG: trial_id, **tags}
             if parent_run_id:
