@@ -8,6 +8,7 @@ from mlflow import MlflowClient
 
 from raystudy.tags import CLOSED_TAG, EARLIER_ERROR_TAG, ERROR_TAG
 from raystudy.tracking.writer import StudyTracker, TrialRun, default_uri
+from raystudy.trials.common import closing_runs_on_exit
 
 
 def test_runs_left_running_are_killed_at_study_end_and_reopen_clean(tmp_path: Path) -> None:
@@ -52,3 +53,24 @@ def test_a_retry_that_succeeds_carries_no_error_and_keeps_the_earlier_one(tmp_pa
     assert run.info.status == "FINISHED"
     assert ERROR_TAG not in run.data.tags
     assert run.data.tags[EARLIER_ERROR_TAG] == "OSError: the node went away"
+
+
+def test_an_interrupt_kills_the_run_without_an_error_and_a_failure_fails_it(tmp_path: Path) -> None:
+    uri = default_uri(tmp_path)
+    tracker = StudyTracker.start(uri, "s", tmp_path / "mlartifacts", tags={})
+    client = MlflowClient(uri)
+    for trial_id, raised, status in (
+        ("ctrl-c", KeyboardInterrupt(), "KILLED"),
+        ("stopped", SystemExit(), "KILLED"),
+        ("broken", ValueError("bad batch"), "FAILED"),
+    ):
+        run = TrialRun.open(uri, tracker.experiment_id, trial_id, trial_id, {}, {}, None)
+        try:
+            with closing_runs_on_exit(lambda run=run: [run]):
+                raise raised
+        except BaseException as exc:  # re-raised as it came
+            assert exc is raised
+        got = client.get_run(run.run_id)
+        assert got.info.status == status, trial_id
+        assert (ERROR_TAG in got.data.tags) == (status == "FAILED"), trial_id
+    assert client.get_run(run.run_id).data.tags[ERROR_TAG] == "ValueError: bad batch"

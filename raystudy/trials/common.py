@@ -230,18 +230,18 @@ def closing_runs_on_exit(still_open: Callable[[], Iterable[TrialRun]]) -> Iterat
     """Close the runs `still_open()` names when the trial leaves early, then re-raise.
 
     Tune stops a trial (a scheduler's decision, the study's end) by raising SystemExit from
-    report(): such a run was cut short, it did not fail, and is KILLED, as on Ctrl-C; any
-    other error FAILS it with the error's tags.
+    report(): such a run was cut short, it did not fail, and is KILLED, as on Ctrl-C (no
+    error either: an interrupt is the user's choice); any other error FAILS it with the
+    error's tags.
     """
     try:
         yield
     except BaseException as exc:
+        stopped = isinstance(exc, SystemExit | KeyboardInterrupt)
         for run in still_open():
-            if not isinstance(exc, SystemExit):
+            if not stopped:
                 run.set_tags(error_tags(exc))
-            run.finish(
-                RUN_KILLED if isinstance(exc, SystemExit | KeyboardInterrupt) else RUN_FAILED
-            )
+            run.finish(RUN_KILLED if stopped else RUN_FAILED)
         raise
 
 
