@@ -233,6 +233,23 @@ def test_a_study_json_with_keys_of_a_newer_raystudy_is_still_read(tmp_path: Path
     assert "Study 's' (1 trials)" in said and "pending 1" in said, said
 
 
+def test_overwrite_deletes_only_a_study_never_another_folder(tmp_path: Path) -> None:
+    """--overwrite replaces a study; a non-empty folder of something else that happens to
+    share the study's name is refused, and every file in it stays."""
+    other = tmp_path / "s"
+    other.mkdir()
+    (other / "thesis.tex").write_text("months of work\n")
+    code, said = invoke(*run_args("s", tmp_path), "--overwrite")
+    assert code == 2, said
+    assert "holds no raystudy study" in said and "--overwrite deletes only" in said, said
+    assert (other / "thesis.tex").read_text() == "months of work\n"
+    no_ray()
+    # a study's folder (its study.json) is still what --overwrite may replace
+    (other / "thesis.tex").unlink()
+    (other / "study.json").write_text("{}")
+    assert check_study_dir(tmp_path, "s", overwrite=True) == other.resolve()
+
+
 # --- with Ray: what only a cluster can judge still comes before the folder and the run -------
 
 
@@ -264,20 +281,3 @@ def test_a_study_that_fails_while_starting_removes_what_it_wrote(tmp_path: Path,
     # The parent run it had to create is not left looking like a study that ran.
     runs = client.search_runs([experiment])
     assert runs == [], [(r.info.run_name, r.info.status) for r in runs]
-
-
-def test_overwrite_deletes_only_a_study_never_another_folder(tmp_path: Path) -> None:
-    """--overwrite replaces a study; a non-empty folder of something else that happens to
-    share the study's name is refused, and every file in it stays."""
-    other = tmp_path / "s"
-    other.mkdir()
-    (other / "thesis.tex").write_text("months of work\n")
-    code, said = invoke(*run_args("s", tmp_path), "--overwrite")
-    assert code == 2, said
-    assert "holds no raystudy study" in said and "--overwrite deletes only" in said, said
-    assert (other / "thesis.tex").read_text() == "months of work\n"
-    no_ray()
-    # a study's folder (its study.json) is still what --overwrite may replace
-    (other / "thesis.tex").unlink()
-    (other / "study.json").write_text("{}")
-    assert check_study_dir(tmp_path, "s", overwrite=True) == other.resolve()
