@@ -150,6 +150,11 @@ OPTIONS = "objective_options"
 ObjectiveOptions = Mapping[str, type[BaseModel]]
 
 
+def all_options(schemas: ObjectiveOptions) -> list[str]:
+    """Every option some objective has, sorted."""
+    return sorted({name for schema in schemas.values() for name in schema.model_fields})
+
+
 def option_problem(
     objective: str, options: Mapping[str, Any], schemas: ObjectiveOptions
 ) -> str | None:
@@ -157,7 +162,7 @@ def option_problem(
     has and refuses; None when all are fine. Options of other objectives pass: the base
     `model` section holds shared defaults (`raystudy.checks.model_options` refuses those
     written for an objective that does not read them)."""
-    known = sorted({name for schema in schemas.values() for name in schema.model_fields})
+    known = all_options(schemas)
     own = schemas.get(objective)
     reads = sorted(own.model_fields) if own is not None else []
     for name in options:

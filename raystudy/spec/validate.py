@@ -24,7 +24,14 @@ from raystudy.spec.problems import (
 )
 from raystudy.spec.search_space import bound_points, random_points
 from raystudy.spec.study_spec import AshaConfig, StudySpec
-from raystudy.spec.trial_config import NAMES, OPTIONS, KnownNames, ObjectiveOptions, TrialConfig
+from raystudy.spec.trial_config import (
+    NAMES,
+    OPTIONS,
+    KnownNames,
+    ObjectiveOptions,
+    TrialConfig,
+    all_options,
+)
 from raystudy.spec.yaml_io import shape_problem, split_assignment
 
 #: Every trial is validated here, then scheduled by Tune and tracked by MLflow one by one: a
@@ -72,9 +79,7 @@ def validate_schema(
         spec = StudySpec.model_validate(raw, context=context)
     except ValidationError as exc:
         raise SpecError(source, problems_of(exc, root=StudySpec)) from None
-    option_names = (
-        sorted({o for m in options.values() for o in m.model_fields}) if options else None
-    )
+    option_names = all_options(options) if options is not None else None
     unknown = unknown_fields(spec.grid, TrialConfig, "grid", option_names)
     unknown += unknown_fields(spec.search.space, TrialConfig, "search.space", option_names)
     if unknown:
