@@ -172,7 +172,15 @@ def test_evaluate_rejects_bad_inputs_with_clear_messages():
 
 
 def test_registries_list_every_metric_of_the_issue():
-    assert METRICS.names() == ["dci", "dci_lasso", "gbt10000", "mig", "modularity", "sap"]
+    assert METRICS.names() == [
+        "dci",
+        "dci_lasso",
+        "dci_lasso_paper",
+        "gbt10000",
+        "mig",
+        "modularity",
+        "sap",
+    ]
     assert INTERVENTION_METRICS.names() == ["beta_vae", "factor_vae"]
 
 

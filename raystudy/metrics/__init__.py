@@ -4,9 +4,8 @@ Imports neither Ray nor MLflow (nor torch, until an intervention metric or ``uns
 runs), so a notebook can call them directly. Keys are short; the caller prefixes them
 (``dis/``, ``down/``, ``eval/``, ``transfer/<scenario>/<probe>/``). Importing this package
 registers the built-in metrics in :data:`METRICS` (fixed-sample: ``dci``, ``dci_lasso``,
-``gbt10000``,
-``mig``, ``modularity``, ``sap``) and :data:`INTERVENTION_METRICS` (``beta_vae``,
-``factor_vae``), and the probes in :data:`PROBES`.
+``dci_lasso_paper``, ``gbt10000``, ``mig``, ``modularity``, ``sap``) and
+:data:`INTERVENTION_METRICS` (``beta_vae``, ``factor_vae``), and the probes in :data:`PROBES`.
 
     evaluate("mig", codes, factors)                      # -> {"mig": ...}
     evaluate_intervention("factor_vae", dataset, encode) # -> {"factor_vae": ..., ...}
@@ -18,7 +17,7 @@ from raystudy.metrics._intervention import CodePool, FeasibleSampler, draw_pool
 from raystudy.metrics.api import evaluate, evaluate_intervention
 from raystudy.metrics.beta_vae import beta_vae
 from raystudy.metrics.dci import completeness, dci, disentanglement, importance_matrix
-from raystudy.metrics.dci_lasso import dci_lasso
+from raystudy.metrics.dci_lasso import dci_lasso, dci_lasso_paper
 from raystudy.metrics.downstream import downstream_gbt
 from raystudy.metrics.factor_vae import factor_vae
 from raystudy.metrics.mig import mig, mig_per_factor
@@ -45,6 +44,7 @@ __all__ = [
     "completeness",
     "dci",
     "dci_lasso",
+    "dci_lasso_paper",
     "discretize",
     "disentanglement",
     "downstream_gbt",
