@@ -34,6 +34,7 @@ from raystudy.study.folder import (
     make_study_dir,
     remove_new,
 )
+from raystudy.study.lock import driver_lock, refuse_if_driven
 from raystudy.study.records import run_records
 from raystudy.tags import (
     BY_ASHA,
@@ -145,6 +146,8 @@ def run_study(
     """
     started = time.monotonic()
     study_dir = check_study_dir(output, spec.name, overwrite)
+    if overwrite and study_dir.is_dir():
+        refuse_if_driven(study_dir, "overwrite")
     check_optuna_study(spec, overwrite)
     if spec.tracking.uri:  # the default store is made in the study folder, which is ours
         try:
@@ -154,10 +157,11 @@ def run_study(
     _as_study_error(connect, address)
     resources = trial_resources(spec)
     version = _code_version()
-    tracker, info, tuner = _start(
+    tracker, info, tuner, lock = _start(
         spec, study_dir, overwrite, version, resources, verbose, on_study_dir
     )
-    return _fit(tracker, info, tuner, spec, started)
+    with lock:
+        return _fit(tracker, info, tuner, spec, started)
 
 
 def _fit(
@@ -190,16 +194,19 @@ def _start(
     resources: dict[str, float],
     verbose: int,
     on_study_dir: Callable[[Path], None] | None,
-) -> tuple[StudyTracker, StudyInfo, Any]:
-    """The study folder, its files, the MLflow parent run and the Tuner; a failure on the
-    way removes what this attempt made (and deletes its parent run), never an older study."""
+) -> tuple[StudyTracker, StudyInfo, Any, contextlib.ExitStack]:
+    """The study folder (with its driver lock taken: the returned stack releases it), its
+    files, the MLflow parent run and the Tuner; a failure on the way removes what this attempt
+    made (and deletes its parent run), never an older study."""
     made = None
     tracker = None
+    lock = contextlib.ExitStack()
     try:
         try:
             made = make_study_dir(study_dir, overwrite)
         except OSError as exc:
             raise StudyError(f"cannot create the study folder {study_dir} ({exc})") from None
+        lock.enter_context(driver_lock(study_dir, "run"))
         if on_study_dir is not None:
             on_study_dir(study_dir)
         (study_dir / SPEC_FILE).write_text(
@@ -228,9 +235,10 @@ def _start(
     except BaseException:
         if tracker is not None:
             tracker.discard()
+        lock.close()
         remove_new(study_dir, made)
         raise
-    return tracker, info, tuner
+    return tracker, info, tuner, lock
 
 
 def _mark_killed(tracker: StudyTracker) -> None:
@@ -314,6 +322,13 @@ def resume_study(
     finished ones are not run again; errored ones resume (or restart from scratch)."""
     started = time.monotonic()
     info = StudyInfo.read(study_dir)
+    with driver_lock(study_dir, "resume"):
+        return _resume(study_dir, info, started, address, restart_errored)
+
+
+def _resume(
+    study_dir: Path, info: StudyInfo, started: float, address: str | None, restart_errored: bool
+) -> StudyOutcome:
     spec = load_study_spec(study_dir, check_data=True)
     tune_dir = study_dir / TUNE_DIR
     if not can_restore(tune_dir):

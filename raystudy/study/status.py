@@ -7,6 +7,7 @@ from collections import Counter
 from pathlib import Path
 
 from raystudy.study.folder import StudyError, StudyInfo, check_store
+from raystudy.study.lock import holder
 from raystudy.study.report import PROBLEM, WARNING, Line, Report
 from raystudy.tags import RUN_NAME_TAG, column
 from raystudy.tracking.reader import trial_runs_table
@@ -50,6 +51,9 @@ def status_report(study_dir: Path, name: str | None = None) -> Report:
     info = StudyInfo.read(study_dir)
     counts = study_status(study_dir)
     text = [f"Study {name or study_dir.name!r} ({info.num_tune_trials} trials) in {study_dir}"]
+    driver = holder(study_dir)
+    if driver is not None:
+        text.append(f"  being driven by pid {driver.get('pid')} on host {driver.get('host')}")
     text += [f"  {outcome_word(s):13s} {counts[s]}" for s in OUTCOMES if counts.get(s)]
     lines = [Line(t) for t in text]
     try:

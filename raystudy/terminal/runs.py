@@ -10,6 +10,7 @@ from pathlib import Path
 from raystudy.spec import StudySpec
 from raystudy.study.driver import StudyOutcome, resume_study, run_study
 from raystudy.study.folder import StudyInfo, load_study_spec
+from raystudy.study.lock import refuse_if_driven
 from raystudy.terminal import log_path, watched
 
 
@@ -47,6 +48,8 @@ def resume_watched(
     if verbose:
         return resume(), None
     info = StudyInfo.read(study_dir)
+    # Said before the display starts and a log is opened in the folder of a study in use.
+    refuse_if_driven(study_dir, "resume")
     metric, _ = load_study_spec(study_dir).search.first_target()
     with watched(
         name or study_dir.name,

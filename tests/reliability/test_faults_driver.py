@@ -1,6 +1,6 @@
 """The driver of a study SIGKILLed mid-study (no Ctrl-C, no cleanup: a lost head node or an
 OOM kill), then `raystudy resume`: every grid point ends with exactly one finished run, and
-what had finished is not trained again."""
+what had finished is not trained again. While it runs, a second driver is refused."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from faults import cli, finished_runs, kill_session, session, trial_runs, wait_f
 from tiny import LIGHT, SMOKE, tiny
 
 from raystudy.study.folder import StudyInfo
+from raystudy.study.lock import holder
 from raystudy.study.status import study_status
 from raystudy.tags import ROLE_TAG, STUDY_ROLE, equals
 from raystudy.tune.state import FINISHED
@@ -47,6 +48,18 @@ def test_killed_driver_resumes_to_one_finished_run_per_grid_point(tmp_path: Path
     )
     study_dir = tmp_path / "driverkill"
     try:
+        wait_for(lambda: holder(study_dir) is not None, 120, "the driver to take its lock")
+        # A second driver on the live study is refused, naming the first, and changes nothing.
+        second = subprocess.run(
+            cli("resume", "driverkill", "--output", str(tmp_path)),
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        said = " ".join((second.stdout + second.stderr).split())
+        assert second.returncode != 0 and f"pid {driver.pid} on host" in said, said
+        assert driver.poll() is None
         wait_for(lambda: finished_runs(study_dir), 240, "a first trial to finish", every_s=0.5)
         os.killpg(driver.pid, signal.SIGKILL)  # the driver, its GCS and raylet at once
         driver.wait(timeout=30)
