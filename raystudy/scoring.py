@@ -38,6 +38,30 @@ Represent = Callable[[torch.Tensor], torch.Tensor]
 CodesOf = Callable[[np.ndarray], np.ndarray]
 
 
+class Scores(dict[str, float]):
+    """Scores by key, and the parts left unscored because the codes they read were not
+    finite (`invalid`: the part's keys, e.g. ``dis/*``, -> what was wrong).
+
+    The metrics themselves treat a non-finite code dimension as dead (set to 0, with a
+    warning), which would make a model whose encoder broke look merely less disentangled;
+    a trained model's scores are instead left out, and the trial says so in a tag.
+    """
+
+    def __init__(self, *args: object, **kwargs: float) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.invalid: dict[str, str] = {}
+
+
+def nonfinite(codes: np.ndarray) -> str | None:
+    """What is wrong with codes that hold NaN or inf (None when all are finite)."""
+    bad = ~np.isfinite(codes)
+    if not bad.any():
+        return None
+    rows = int(bad.any(axis=1).sum())
+    dims = np.flatnonzero(bad.any(axis=0)).tolist()
+    return f"codes of {rows} of {len(codes)} images are NaN or inf (dimension(s) {dims})"
+
+
 def build_split(config: TrialConfig, dataset: GroundTruthDataset) -> Split:
     """The split a trial trains and is scored on: a built-in one by name (with options, if
     given), or one written in the spec."""
@@ -171,32 +195,33 @@ def score_model(
     config: TrialConfig,
     device: torch.device,
     n_jobs: int = 1,
-) -> dict[str, float]:
-    """All eval/*, dis/*, down/* and transfer/* metrics of a trained model.
+) -> Scores:
+    """All eval/*, dis/*, down/* and transfer/* metrics of a trained model; parts whose codes
+    are not finite are left out and named in the result's `invalid`.
 
     Ground-truth draws depend only on `evaluation.seed`, never on the trial's seed, so every
     model of a study is scored on the same points (as disentanglement_lib's studies do).
     """
     ev = config.evaluation
     # Each part is skipped when configured away (a dry study, a study of one metric).
-    results = eval_scores(model, dataset, split, ev, device)
+    results = Scores(eval_scores(model, dataset, split, ev, device))
 
     # For gt_decoder, the factors themselves are the code every metric scores.
     def truth(idx: np.ndarray) -> np.ndarray:
         return encode_means(model, dataset, idx, device)
 
-    results.update(
-        score_representation(
-            model_representation(model),
-            dataset,
-            split,
-            ev,
-            device,
-            n_jobs=n_jobs,
-            factor_sized=OBJECTIVES.get(config.model.objective).code_is_factor_sized,
-            codes_of=truth if model.code_is_ground_truth else None,
-        )
+    represented = score_representation(
+        model_representation(model),
+        dataset,
+        split,
+        ev,
+        device,
+        n_jobs=n_jobs,
+        factor_sized=OBJECTIVES.get(config.model.objective).code_is_factor_sized,
+        codes_of=truth if model.code_is_ground_truth else None,
     )
+    results.update(represented)
+    results.invalid.update(represented.invalid)
     return results
 
 
@@ -210,10 +235,11 @@ def score_representation(
     factor_sized: bool = False,
     codes_of: CodesOf | None = None,
     progress: Callable[[str], None] | None = None,
-) -> dict[str, float]:
+) -> Scores:
     """The dis/*, down/* and transfer/* metrics of a representation, on the draws
     `evaluation.seed` fixes: what `score_model` reports of a trained model but eval/*, which
-    needs a decoder.
+    needs a decoder. A part whose codes hold NaN or inf is not scored: its keys are absent
+    and the result's `invalid` says why.
 
     `represent` maps images to codes; `codes_of`, when given, maps factor indices to codes
     instead (a representation no image gives: gt_decoder's). `factor_sized` says whether code
@@ -223,7 +249,7 @@ def score_representation(
     say = progress or (lambda message: None)
     ev = evaluation
     seed = ev.seed
-    results: dict[str, float] = {}
+    results = Scores()
 
     def codes(idx: np.ndarray, domain: str = "sim") -> np.ndarray:
         if codes_of is not None:
@@ -236,6 +262,10 @@ def score_representation(
         say(f"encoding {n_train + ev.num_test} images")
         points = split.sample("encoder", n_train + ev.num_test, np.random.default_rng([seed, 2]))
         fixed_codes = codes(points)
+        wrong = nonfinite(fixed_codes)
+        if wrong is not None:
+            results.invalid[_fixed_part(fixed)] = wrong
+            fixed = []
     for name in fixed:
         say(f"metric {name}")
         fn = get_metric(name)
@@ -264,6 +294,10 @@ def score_representation(
             device=device,
             codes_of=codes_of,
         )
+        wrong = nonfinite(pool.codes)
+        if wrong is not None:
+            results.invalid[", ".join(f"dis/{m}" for m in intervention)] = wrong
+            intervention = []
         for name in intervention:
             say(f"metric {name}")
             scores = evaluate_intervention(
@@ -284,6 +318,10 @@ def score_representation(
         train_domain, test_domain = scenario.probe_domains
         z_train = codes(train_idx, train_domain)
         z_test = codes(test_idx, test_domain)
+        wrong = nonfinite(z_train) or nonfinite(z_test)
+        if wrong is not None:
+            results.invalid[f"transfer/{scenario_name}/*"] = wrong
+            continue
         for probe in probes:
             scores = transfer(
                 z_train,
@@ -300,3 +338,8 @@ def score_representation(
             )
             results.update({transfer_key(scenario_name, probe, k): v for k, v in scores.items()})
     return results
+
+
+def _fixed_part(names: list[str]) -> str:
+    """How the invalid note names the keys of the fixed-sample metrics `names`."""
+    return ", ".join(f"{get_metric(n).namespace}/{n}*" for n in names)

@@ -87,6 +87,10 @@ MODEL_ERROR_TAG = "raystudy.model_error"
 #: On a trial run: the `models:/<id>` URI of its logged encoder (`runs:/<run id>/model` loads
 #: it too). On an external run: the encoder that was scored (`runs:/...`, `module:function`).
 MODEL_TAG = "raystudy.model"
+#: Scores a trained trial left out because the codes they read held NaN or inf, and why
+#: (`<keys>: codes of N of M images are NaN or inf (dimension(s) [...])`; parts joined by
+#: "; "). The trial itself finished; its other scores are valid.
+INVALID_SCORES_TAG = "raystudy.invalid_scores"
 #: The step at which a diverged trial's loss was found non-finite.
 DIVERGED_TAG = "raystudy.diverged_at_step"
 #: On runs of trials the scheduler stopped on purpose; the value names the scheduler.

@@ -6,15 +6,18 @@ from __future__ import annotations
 from dataclasses import fields, replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 from mlflow.tracking import MlflowClient
 from reporters import StopAfter
 
+from raystudy.analysis.results import unscored
 from raystudy.data import get_dataset
 from raystudy.metrics.reported import reported_metrics
 from raystudy.scoring import build_split
 from raystudy.spec import TrialConfig
-from raystudy.tags import ARTIFACT_ERROR_TAG, ERROR_TAG
+from raystudy.tags import ARTIFACT_ERROR_TAG, ERROR_TAG, INVALID_SCORES_TAG
+from raystudy.tracking.reader import trial_runs_table
 from raystudy.trials.common import StudyContext, TrialContext
 from raystudy.trials.single import LocalReporter, run_trial
 from raystudy.trials.stacked import run_seed_stack
@@ -296,3 +299,67 @@ def test_a_model_that_cannot_be_built_fails_its_run_lone_or_stacked(tmp_path: Pa
         assert run.info.status == "FAILED"
         assert "resnet architecture is for [64, 128] px" in run.data.tags[ERROR_TAG]
         assert run.data.params["model.architecture"] == "resnet"
+
+
+class BreaksCodeAtTheEnd(ListReporter):
+    """Reports like Tune; at the last checkpoint, dimension 2 of the live encoder's mean
+    becomes NaN (the state holds the model's own tensors): the trained model that is then
+    scored gives NaN in one code dimension, as a broken encoder would."""
+
+    def __init__(self, last_step: int) -> None:
+        super().__init__()
+        self.last_step = last_step
+
+    def report(self, metrics: dict[str, float], state: dict | None = None) -> None:
+        if state is not None and state["step"] == self.last_step:
+            state["model"]["encoder.mean.bias"][2] = float("nan")
+        super().report(metrics, state)
+
+
+def test_nan_codes_of_the_trained_model_are_left_unscored_and_tagged(tmp_path: Path) -> None:
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(uri)
+    experiment = client.create_experiment("nan")
+    config = TrialConfig.model_validate(
+        {
+            "dataset": {"name": "dsprites"},
+            "split": "montero_range",
+            "model": {"objective": "beta_vae", "architecture": "mlp", "latent_dim": 6},
+            "train": {"steps": 4, "batch_size": 8, "report_every": 2, "checkpoint_every": 2},
+            "evaluation": {
+                "metrics": ["dci", "mig", "beta_vae"],
+                "probes": ["linear"],
+                "num_train": 200,
+                "num_test": 100,
+                "probe_train": 60,
+                "probe_test": 30,
+                "num_eval_images": 8,
+            },
+        }
+    )
+    results = run_trial(
+        config, TrialContext(uri, experiment, None, "nan", "t1", "nan"), BreaksCodeAtTheEnd(4)
+    )
+    run = client.search_runs([experiment])[0]
+    # the model trained and finished; what read its codes is absent, never a zeroed score
+    assert run.info.status == "FINISHED" and ERROR_TAG not in run.data.tags
+    for prefix in ("dis/", "down/", "transfer/"):
+        assert not [k for k in run.data.metrics if k.startswith(prefix)], prefix
+        assert not [k for k in results if k.startswith(prefix)], prefix
+    note = run.data.tags[INVALID_SCORES_TAG]
+    for part in ("dis/dci*", "dis/mig*", "dis/beta_vae", "transfer/"):
+        assert part in note, note
+    assert "are NaN or inf (dimension(s) [2])" in note
+    assert "train/loss" in run.data.metrics  # training's record is kept
+    # analyze reads the runs as a table and names the trial and why its scores are missing
+    table = unscored(trial_runs_table(uri, experiment))
+    assert table["trial"].tolist() == [run.info.run_name] and table["invalid"][0] == note
+    # without the guard the metrics would have scored the dimension as dead: a valid-looking
+    # number where the model's encoder is broken
+    from raystudy.metrics import MetricWarning, evaluate
+
+    codes = np.random.default_rng(0).normal(size=(300, 6))
+    codes[:, 2] = np.nan
+    factors = np.random.default_rng(1).integers(0, 3, size=(300, 5))
+    with pytest.warns(MetricWarning, match="treated as dead"):
+        assert np.isfinite(evaluate("mig", codes, factors, num_train=200)["mig"])

@@ -12,7 +12,7 @@ import pandas as pd
 
 from raystudy.keys import DECODER_TEST, DIS, DOWN, EVAL, TRANSFER, eval_key, metric_key
 from raystudy.keys import parse_transfer as parse_key
-from raystudy.tags import ERROR_TAG, RUN_NAME_TAG, column
+from raystudy.tags import ERROR_TAG, INVALID_SCORES_TAG, RUN_NAME_TAG, column
 
 METRIC = "metrics."
 PARAM = "params."
@@ -23,6 +23,7 @@ INPUT_NOISE = "params.train.input_noise"
 SPLIT = "params.split"
 RUN_NAME = column(RUN_NAME_TAG)
 ERROR = column(ERROR_TAG)
+INVALID = column(INVALID_SCORES_TAG)
 
 #: Unsupervised proxies a practitioner can compute without labels, and which way is better.
 #: ELBO is a log-likelihood bound (higher is better); recon is a negative log-likelihood.

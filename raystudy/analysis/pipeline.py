@@ -36,6 +36,7 @@ from raystudy.analysis.results import (
     nonfinite,
     status_counts,
     unfinished,
+    unscored,
 )
 from raystudy.analysis.selection import selection_table
 from raystudy.keys import eval_key
@@ -111,6 +112,10 @@ class Analysis:
     @property
     def nonfinite(self) -> pd.DataFrame:
         return nonfinite(self.frame)
+
+    @property
+    def unscored(self) -> pd.DataFrame:
+        return unscored(self.frame)
 
 
 def proxy_columns(frame: pd.DataFrame) -> list[str]:

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from raystudy.analysis.columns import ERROR, METRIC, RUN_NAME
+from raystudy.analysis.columns import ERROR, INVALID, METRIC, RUN_NAME
 from raystudy.analysis.groups import with_supervision
 from raystudy.study.folder import STUDY_FILE, StudyInfo, check_store, study_path
 from raystudy.tags import RUN_FINISHED
@@ -72,6 +72,18 @@ def unfinished(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(
         {"trial": names, "status": rest["status"], "error": errors.fillna("")}
     ).reset_index(drop=True)
+
+
+def unscored(frame: pd.DataFrame) -> pd.DataFrame:
+    """Trial and note of every finished run that left scores out because its model's codes
+    were NaN or inf (`raystudy.invalid_scores`): their keys are missing, so every number
+    leaves the trial out of those scores; this says which and why."""
+    done = finished(frame)
+    if INVALID not in done.columns:
+        return pd.DataFrame(columns=["trial", "invalid"])
+    marked = done[done[INVALID].notna() & (done[INVALID] != "")]
+    names = marked[RUN_NAME] if RUN_NAME in marked.columns else marked["run_id"]
+    return pd.DataFrame({"trial": names, "invalid": marked[INVALID]}).reset_index(drop=True)
 
 
 def nonfinite(frame: pd.DataFrame) -> pd.DataFrame:

@@ -30,6 +30,8 @@ def format_summary(result: StudyAnalysis) -> str:
     for row in a.unfinished.itertuples():
         why = f": {row.error[:120]}" if row.error else ""
         lines.append(f"  not analysed: {row.trial} ({row.status.lower()}{why})")
+    for row in a.unscored.itertuples():
+        lines.append(f"  scores left out (NaN codes): {row.trial}: {row.invalid[:160]}")
     for row in a.nonfinite.itertuples():
         lines.append(f"  left out as +-inf: {row.score} in {row.runs} run(s) ({row.trials[:120]})")
     drawn = [f.name for f in a.figures if f.figure is not None]

@@ -14,6 +14,7 @@ from raystudy.data import GroundTruthDataset, Split, get_dataset
 from raystudy.models import VAE, Objective
 from raystudy.scoring import score_model
 from raystudy.spec import TrialConfig
+from raystudy.tags import INVALID_SCORES_TAG
 from raystudy.tracking.writer import TrialRun
 from raystudy.trials.common import (
     TrialContext,
@@ -77,6 +78,10 @@ def finish_model(
     the next starts, so a failure later loses nothing already measured. The run stays open."""
     results = score_model(model, dataset, split, config, device, n_jobs=threads)
     run.log_metrics(results, step=config.train.steps)
+    if results.invalid:
+        # Left out, never zeroed into valid-looking scores: the run says which and why.
+        note = "; ".join(f"{part}: {why}" for part, why in results.invalid.items())
+        run.set_tags({INVALID_SCORES_TAG: note[:5000]})
     tested = decoder_test_scores(model, dataset, split, config, device)
     run.log_metrics(tested, step=config.train.steps)
     results |= tested
