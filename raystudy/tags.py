@@ -91,6 +91,9 @@ MODEL_TAG = "raystudy.model"
 #: (`<keys>: codes of N of M images are NaN or inf (dimension(s) [...])`; parts joined by
 #: "; "). The trial itself finished; its other scores are valid.
 INVALID_SCORES_TAG = "raystudy.invalid_scores"
+#: On a trial run that resumed from an older checkpoint because the newest was unreadable:
+#: which was skipped, why, and which was read (`raystudy.tune.checkpoints`).
+CHECKPOINT_FALLBACK_TAG = "raystudy.checkpoint_fallback"
 #: The step at which a diverged trial's loss was found non-finite.
 DIVERGED_TAG = "raystudy.diverged_at_step"
 #: On runs of trials the scheduler stopped on purpose; the value names the scheduler.

@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import tempfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
@@ -28,6 +28,7 @@ from raystudy.scoring import eval_scores
 from raystudy.spec import TrialConfig
 from raystudy.tags import (
     ARTIFACT_ERROR_TAG,
+    CHECKPOINT_FALLBACK_TAG,
     DIVERGED_TAG,
     ERROR_TAG,
     GPU_IDS_TAG,
@@ -58,6 +59,17 @@ class Reporter(Protocol):
     def report(self, metrics: dict[str, float], state: dict[str, Any] | None = None) -> None: ...
 
     def restore(self) -> dict[str, Any] | None: ...
+
+
+def restored(reporter: Reporter, runs: Sequence[TrialRun]) -> dict[str, Any] | None:
+    """The reporter's checkpoint state (None: start afresh); when it had to read an older
+    checkpoint than the newest (`TuneReporter.fallback`), the runs are tagged with why."""
+    state = reporter.restore()
+    note = getattr(reporter, "fallback", None)
+    if note:
+        for run in runs:
+            run.set_tags({CHECKPOINT_FALLBACK_TAG: note[:5000]})
+    return state
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from raystudy.trials.common import (
     TrialContext,
     closing_runs_on_exit,
     record_lineage,
+    restored,
     run_tags,
     torch_setup,
 )
@@ -73,7 +74,7 @@ def run_trial(config: TrialConfig, ctx: TrialContext, reporter: Reporter) -> dic
             seed=config.seed,
             device=device,
             on_progress=on_progress,
-            resume_from=reporter.restore(),
+            resume_from=restored(reporter, [run]),
         )
         results = finish_model(run, model, dataset, split, config, device, ctx, threads)
     # The run is complete before the last report: Tune may end the trial inside report().

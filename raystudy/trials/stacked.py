@@ -34,6 +34,7 @@ from raystudy.trials.common import (
     closing_runs_on_exit,
     error_tags,
     record_lineage,
+    restored,
     run_tags,
     torch_setup,
 )
@@ -145,7 +146,7 @@ def run_seed_stack(
             seeds=seeds,
             device=device,
             on_progress=on_progress,
-            resume_from=reporter.restore(),
+            resume_from=restored(reporter, [runs[s] for s in sorted(open_runs)]),
         )
         errors: list[BaseException] = []
         for s in sorted(open_runs - set(result.diverged)):

@@ -26,6 +26,7 @@ from raystudy.spec import StudySpec, TrialConfig, deep_merge
 from raystudy.spec.search_space import define_by_run
 from raystudy.trials.common import StudyContext
 from raystudy.trials.single import run_trial
+from raystudy.tune.checkpoints import CHECKPOINT_FILE, load_state, restore_state
 from raystudy.tune.cluster import TuneSetupError
 from raystudy.tune.points import (
     LABELS_FILE,
@@ -39,12 +40,14 @@ from raystudy.tune.points import (
 from raystudy.tune.progress import ProgressCallback
 from raystudy.tune.state import TUNE_DIR
 
-#: The file a trial's checkpoint state is saved to inside Tune's checkpoint folder.
-CHECKPOINT_FILE = "state.pt"
-
 
 class TuneReporter:
-    """Forwards a trial's results to Tune; a state becomes a Tune checkpoint."""
+    """Forwards a trial's results to Tune; a state becomes a Tune checkpoint. `fallback`
+    says, after `restore`, when the newest checkpoint was unreadable and an older one was
+    read instead (the trial tags its run with it)."""
+
+    def __init__(self) -> None:
+        self.fallback: str | None = None
 
     def report(self, metrics: dict[str, float], state: dict[str, Any] | None = None) -> None:
         from ray import tune
@@ -62,8 +65,13 @@ class TuneReporter:
         checkpoint = tune.get_checkpoint()
         if checkpoint is None:
             return None
+        folder = Path(checkpoint.path)
+        # On local (or shared) storage the older kept checkpoint lies beside the newest.
+        if type(checkpoint.filesystem).__name__ == "LocalFileSystem" and folder.is_dir():
+            state, self.fallback = restore_state(folder)
+            return state
         with checkpoint.as_directory() as tmp:
-            return torch.load(Path(tmp) / CHECKPOINT_FILE, map_location="cpu", weights_only=True)
+            return load_state(Path(tmp))
 
 
 def _trainable(

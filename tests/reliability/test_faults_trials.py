@@ -1,6 +1,6 @@
 """Faults inside trials, injected for real on a local Ray cluster: a trial's worker process
-SIGKILLed mid-training, a grid cell whose training diverges, and a study asking for more GPUs
-per trial than any node has."""
+SIGKILLed mid-training (once with its newest checkpoint cut short), a grid cell whose training
+diverges, and a study asking for more GPUs per trial than any node has."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from raystudy.cli import app
 from raystudy.study.driver import run_study
 from raystudy.study.folder import StudyInfo
 from raystudy.study.status import study_status
-from raystudy.tags import DIVERGED_TAG, ERROR_TAG
+from raystudy.tags import CHECKPOINT_FALLBACK_TAG, DIVERGED_TAG, ERROR_TAG
 from raystudy.tune.state import FINISHED, TUNE_DIR
 
 
@@ -113,6 +113,67 @@ def test_killed_worker_resumes_from_its_checkpoint_into_the_same_run(
     assert resumed_from > 0 and resumed_from % CHECKPOINT == 0, resumed_from
     assert 0 <= max(before_kill) - resumed_from <= CHECKPOINT, (max(before_kill), resumed_from)
     assert int(second[-1]["step"]) == STEPS and second[-1]["evaluated"] == 1.0
+
+
+# heavy: a second Tune restart of a killed worker, as above.
+@pytest.mark.heavy
+def test_a_corrupt_newest_checkpoint_resumes_from_the_older_one_and_says_so(
+    cluster, tmp_path: Path
+) -> None:
+    spec = load_spec(
+        SMOKE,
+        tiny(
+            "corruptckpt",
+            LIGHT,
+            f"train.steps={STEPS}",
+            f"train.report_every={REPORT}",
+            f"train.checkpoint_every={CHECKPOINT}",
+            "grid={seed: [0]}",
+            "resources={cpu: 1, gpu: 0}",
+        ),
+    )
+    trial_dir = tmp_path / "corruptckpt" / TUNE_DIR / "000"
+    corrupted: dict[str, object] = {}
+    errors: list[BaseException] = []
+
+    def corrupt_then_kill() -> None:
+        def two_checkpoints_kept() -> dict | None:
+            rows = tune_rows(trial_dir)
+            kept = sorted(trial_dir.glob("checkpoint_0*"))
+            ok = rows and 2 * CHECKPOINT + REPORT <= rows[-1].get("step", 0) <= STEPS // 2
+            return rows[-1] if ok and len(kept) == 2 else None
+
+        try:
+            row = wait_for(two_checkpoints_kept, 180, "two kept checkpoints", every_s=0.05)
+            pid = int(row["pid"])
+            assert pid in descendants(os.getpid()), pid
+            os.kill(pid, signal.SIGSTOP)  # frozen: it writes no newer checkpoint meanwhile
+            time.sleep(1.0)  # the driver takes in what the worker sent before it froze
+            newest = sorted(trial_dir.glob("checkpoint_0*"))[-1]
+            state = newest / "state.pt"
+            state.write_bytes(state.read_bytes()[:1000])  # a write cut short
+            corrupted.update(path=str(state))
+            os.kill(pid, signal.SIGKILL)
+        except BaseException as exc:  # re-raised in the test's thread
+            errors.append(exc)
+
+    killer = threading.Thread(target=corrupt_then_kill, daemon=True)
+    killer.start()
+    outcome = run_study(spec, output=tmp_path, verbose=0)
+    killer.join(timeout=5)
+    if errors:
+        raise errors[0]
+    assert corrupted, "no checkpoint was corrupted"
+    assert outcome.ok, outcome.states
+    [run] = trial_runs(outcome.info.tracking_uri, outcome.info.experiment_id)
+    assert run.info.status == "FINISHED" and ERROR_TAG not in run.data.tags
+    note = run.data.tags[CHECKPOINT_FALLBACK_TAG]
+    assert str(corrupted["path"]) in note and "resumed from the older" in note, note
+    client = mlflow.MlflowClient(outcome.info.tracking_uri)
+    history = client.get_metric_history(run.info.run_id, "train/loss")
+    # one checkpoint further back, yet every report is in the run exactly once
+    assert sorted(m.step for m in history) == list(range(REPORT, STEPS + 1, REPORT))
+    assert math.isfinite(run.data.metrics["dis/mig"])
 
 
 # heavy for CI's time (55 s, the suite reached 614 s on 2026-11-27): the divergence and its
