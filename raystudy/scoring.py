@@ -17,7 +17,7 @@ import torch
 from raystudy.data import GroundTruthDataset, Split
 from raystudy.data.composition import HELDOUT_ROLES, TRAIN_ROLES, sample_triples
 from raystudy.data.split_registry import split_from_config
-from raystudy.keys import eval_key, metric_key, transfer_key
+from raystudy.keys import TRANSFER, eval_key, metric_key, transfer_key
 from raystudy.metrics import (
     INTERVENTION_METRICS,
     FeasibleSampler,
@@ -296,7 +296,7 @@ def score_representation(
         )
         wrong = nonfinite(pool.codes)
         if wrong is not None:
-            results.invalid[", ".join(f"dis/{m}" for m in intervention)] = wrong
+            results.invalid[", ".join(metric_key("dis", m) for m in intervention)] = wrong
             intervention = []
         for name in intervention:
             say(f"metric {name}")
@@ -320,7 +320,7 @@ def score_representation(
         z_test = codes(test_idx, test_domain)
         wrong = nonfinite(z_train) or nonfinite(z_test)
         if wrong is not None:
-            results.invalid[f"transfer/{scenario_name}/*"] = wrong
+            results.invalid[f"{TRANSFER}{scenario_name}/*"] = wrong
             continue
         for probe in probes:
             scores = transfer(
@@ -342,4 +342,4 @@ def score_representation(
 
 def _fixed_part(names: list[str]) -> str:
     """How the invalid note names the keys of the fixed-sample metrics `names`."""
-    return ", ".join(f"{get_metric(n).namespace}/{n}*" for n in names)
+    return ", ".join(metric_key(get_metric(n).namespace, f"{n}*") for n in names)

@@ -94,6 +94,8 @@ INVALID_SCORES_TAG = "raystudy.invalid_scores"
 #: On a trial run that resumed from an older checkpoint because the newest was unreadable:
 #: which was skipped, why, and which was read (`raystudy.tune.checkpoints`).
 CHECKPOINT_FALLBACK_TAG = "raystudy.checkpoint_fallback"
+#: On a trial run that ran past `execution.trial_time_limit_s`: the limit, in seconds.
+TIMED_OUT_TAG = "raystudy.timed_out_after_s"
 #: The step at which a diverged trial's loss was found non-finite.
 DIVERGED_TAG = "raystudy.diverged_at_step"
 #: On runs of trials the scheduler stopped on purpose; the value names the scheduler.

@@ -134,6 +134,13 @@ class ExecutionConfig(StrictConfig):
 
     max_failures: int = Field(1, ge=0, description="retries of a failed trial from its checkpoint")
     time_budget_s: float | None = Field(None, gt=0, description="stop the study after this")
+    trial_time_limit_s: float | None = Field(
+        None,
+        gt=0,
+        description="wall seconds one attempt of a trial (training and scoring) may take; past "
+        "it the trial fails (raystudy.error TrialTimedOut, tag raystudy.timed_out_after_s) and "
+        "is retried from its checkpoint up to max_failures; null: no limit",
+    )
     max_concurrent_trials: int | None = Field(None, ge=1)
     seeds_per_trial: int = Field(
         1,

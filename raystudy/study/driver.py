@@ -265,6 +265,7 @@ def _context(
         register_models=execution.register_models,
         system_metrics=execution.system_metrics,
         log_artifacts=execution.log_artifacts,
+        time_limit_s=execution.trial_time_limit_s,
     )
 
 

@@ -38,11 +38,13 @@ from raystudy.tags import (
     RUN_KILLED,
     SPLIT_TAG,
     STUDY_TAG,
+    TIMED_OUT_TAG,
     VERSION_TAG,
 )
 from raystudy.tracking.writer import TrialRun
 from raystudy.training.decoder_retrain import retrain_decoder
 from raystudy.training.loop import TrainingDiverged
+from raystudy.trials.time_limit import TrialTimedOut, time_limit
 
 
 def error_tags(exc: BaseException) -> dict[str, str]:
@@ -50,6 +52,8 @@ def error_tags(exc: BaseException) -> dict[str, str]:
     tags = {ERROR_TAG: f"{type(exc).__name__}: {exc}"[:5000]}
     if isinstance(exc, TrainingDiverged):
         tags[DIVERGED_TAG] = str(exc.step)
+    if isinstance(exc, TrialTimedOut):
+        tags[TIMED_OUT_TAG] = f"{exc.limit_s:g}"
     return tags
 
 
@@ -90,6 +94,8 @@ class TrialContext:
     register_models: bool = False
     system_metrics: bool = True
     log_artifacts: bool = True
+    #: `execution.trial_time_limit_s`: wall seconds an attempt of the trial may take.
+    time_limit_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -110,6 +116,7 @@ class StudyContext:
     register_models: bool = False
     system_metrics: bool = True
     log_artifacts: bool = True
+    time_limit_s: float | None = None
 
     @property
     def resources(self) -> dict[str, float]:
@@ -133,6 +140,7 @@ class StudyContext:
             register_models=self.register_models,
             system_metrics=self.system_metrics,
             log_artifacts=self.log_artifacts,
+            time_limit_s=self.time_limit_s,
         )
 
 
@@ -235,6 +243,20 @@ def cost_params(
         dataset.factors.num_factors,
         batch_size,
     )
+
+
+def limited(
+    ctx: TrialContext, still_open: Callable[[], Iterable[TrialRun]]
+) -> contextlib.AbstractContextManager[None]:
+    """The trial's wall-time limit (`trials.time_limit`); a trial stuck outside Python past
+    it has the runs `still_open()` names failed with the timeout before its worker ends."""
+
+    def fail(error: TrialTimedOut) -> None:
+        for run in still_open():
+            run.set_tags(error_tags(error))
+            run.finish(RUN_FAILED)
+
+    return time_limit(ctx.time_limit_s, fail)
 
 
 @contextmanager

@@ -22,6 +22,7 @@ from raystudy.trials.common import (
     Reporter,
     TrialContext,
     closing_runs_on_exit,
+    limited,
     record_lineage,
     restored,
     run_tags,
@@ -50,7 +51,11 @@ def run_trial(config: TrialConfig, ctx: TrialContext, reporter: Reporter) -> dic
         # results instead of scoring (and logging) them a second time.
         reporter.report({"step": float(config.train.steps), **run.finished, EVALUATED: 1.0})
         return run.finished
-    with closing_runs_on_exit(lambda: [run]), system_metrics(lambda: [run], ctx.system_metrics):
+    with (
+        closing_runs_on_exit(lambda: [run]),
+        limited(ctx, lambda: [run]),
+        system_metrics(lambda: [run], ctx.system_metrics),
+    ):
         built.raise_error()
         assert built.dataset is not None
         dataset, [model], [objective] = built.dataset, built.models, built.objectives

@@ -33,6 +33,7 @@ from raystudy.trials.common import (
     TrialContext,
     closing_runs_on_exit,
     error_tags,
+    limited,
     record_lineage,
     restored,
     run_tags,
@@ -112,7 +113,11 @@ def run_seed_stack(
         # Runs finished at the end still get the last point, logged as the monitor stops.
         return [runs[s] for s in sorted(open_runs) if s not in failed]
 
-    with closing_runs_on_exit(still_open), system_metrics(sampled, ctx.system_metrics):
+    with (
+        closing_runs_on_exit(still_open),
+        limited(ctx, still_open),
+        system_metrics(sampled, ctx.system_metrics),
+    ):
         built.raise_error()
         assert built.dataset is not None
         dataset, models, objectives = built.dataset, built.models, built.objectives

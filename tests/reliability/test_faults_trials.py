@@ -27,7 +27,7 @@ from raystudy.cli import app
 from raystudy.study.driver import run_study
 from raystudy.study.folder import StudyInfo
 from raystudy.study.status import study_status
-from raystudy.tags import CHECKPOINT_FALLBACK_TAG, DIVERGED_TAG, ERROR_TAG
+from raystudy.tags import CHECKPOINT_FALLBACK_TAG, DIVERGED_TAG, ERROR_TAG, TIMED_OUT_TAG
 from raystudy.tune.state import FINISHED, TUNE_DIR
 
 
@@ -174,6 +174,33 @@ def test_a_corrupt_newest_checkpoint_resumes_from_the_older_one_and_says_so(
     # one checkpoint further back, yet every report is in the run exactly once
     assert sorted(m.step for m in history) == list(range(REPORT, STEPS + 1, REPORT))
     assert math.isfinite(run.data.metrics["dis/mig"])
+
+
+# heavy: a study whose trial runs until its time limit.
+@pytest.mark.heavy
+def test_a_trial_past_its_time_limit_fails_with_a_tag_and_the_study_completes(
+    cluster, tmp_path: Path
+) -> None:
+    limit = 20
+    overrides = tiny(
+        "hung",
+        LIGHT,
+        "grid={seed: [0], train: {steps: [8, 10000000]}}",  # the second never ends in time
+        f"execution.trial_time_limit_s={limit}",
+        "execution.max_failures=0",
+        "resources={cpu: 1, gpu: 0}",
+    )
+    spec = load_spec(SMOKE, [o for o in overrides if not o.startswith("train.steps=")])
+    started = time.monotonic()
+    outcome = run_study(spec, output=tmp_path, verbose=0)
+    assert time.monotonic() - started < 10 * limit
+    assert outcome.states == {FINISHED: 1, "ERROR": 1}, outcome.states
+    runs = trial_runs(outcome.info.tracking_uri, outcome.info.experiment_id)
+    by_steps = {r.data.params["train.steps"]: r for r in runs}
+    assert by_steps["8"].info.status == "FINISHED"
+    hung = by_steps["10000000"]
+    assert hung.info.status == "FAILED" and hung.data.tags[TIMED_OUT_TAG] == str(limit)
+    assert hung.data.tags[ERROR_TAG].startswith("TrialTimedOut: the trial ran past")
 
 
 # heavy for CI's time (55 s, the suite reached 614 s on 2026-11-27): the divergence and its
