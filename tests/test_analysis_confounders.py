@@ -310,3 +310,19 @@ def test_a_sampled_axis_is_held_fixed_by_its_ranks_and_can_carry_a_correlation()
     row = _only(compute(frame, Settings(n_boot=100)).findings, DIS_OOD1)
     assert row["value"] < -0.7 and row["p_holm"] < 0.001
     assert row["verdict"] == CONFOUNDED and row["carried_by"] == "model.beta"
+
+
+@pytest.mark.parametrize("size", [1, 2, 7, 40])
+def test_holm_and_bh_agree_with_statsmodels_multipletests(size: int) -> None:
+    from statsmodels.stats.multitest import multipletests
+
+    from raystudy.analysis.inference import benjamini_hochberg, holm
+
+    rng = np.random.default_rng(size)
+    p = rng.uniform(0, 0.2, size) ** rng.uniform(0.5, 2, size)
+    p[: size // 3] = p[size - size // 3 :] if size > 2 else p[: size // 3]  # ties
+    for ours, method in ((holm, "holm"), (benjamini_hochberg, "fdr_bh")):
+        np.testing.assert_allclose(ours(p), multipletests(p, method=method)[1], rtol=1e-12)
+    with_nan = np.append(p, np.nan)
+    assert np.isnan(holm(with_nan)[-1])
+    np.testing.assert_allclose(holm(with_nan)[:-1], holm(p), rtol=1e-12)
