@@ -36,8 +36,7 @@ def runs_of(info) -> list:
     return client.search_runs([info.experiment_id], TRIAL_RUNS)
 
 
-# Heavy (60 s of CI's 2 cores): the quarter-GPU test below also schedules onto a chosen node of
-# this cluster and logs into one store; this one adds the spread of CPU trials.
+# heavy (the fault tier, run by `.ci/run` after the quick suite): ~60 s of 2 cores.
 @pytest.mark.heavy
 def test_cpu_trials_spread_over_nodes_into_one_store(cluster, tmp_path: Path) -> None:
     spec = load_spec(
@@ -51,7 +50,7 @@ def test_cpu_trials_spread_over_nodes_into_one_store(cluster, tmp_path: Path) ->
     assert len(nodes) >= 2, "four 1-CPU trials on nodes of 1, 2 and 2 CPUs use several nodes"
 
 
-# heavy: the suite's 10-minute budget (docs/performance.md).
+# heavy (the fault tier, as above).
 @pytest.mark.heavy
 def test_four_quarter_gpu_trials_share_the_logical_gpu(cluster, tmp_path: Path) -> None:
     _, _, gpu_node = cluster
