@@ -116,3 +116,29 @@ def test_head_indexes_the_trial_id_tag_once_the_server_made_its_tables(postgres)
     with engine.connect() as con:
         assert "WHERE" in con.execute(query, {"n": TRIAL_ID_INDEX}).scalar_one()
     engine.dispose()
+
+
+@pytest.mark.parametrize("path", [ROOT / "cluster.yaml", ROOT / "tests/clusters/onprem.yaml"])
+def test_every_node_starts_ray_with_token_authentication(path: Path) -> None:
+    config = load(path)
+    starts = [
+        command
+        for key in ("head_start_ray_commands", "worker_start_ray_commands")
+        for command in config[key]
+        if "ray start" in command
+    ]
+    assert len(starts) == 2
+    for command in starts:
+        # what the shell has exported when it reaches `ray start`
+        before = command[: command.index("ray start")]
+        env = subprocess.run(
+            ["bash", "-c", f"{before.rstrip(' ;&')} ; echo $RAY_AUTH_MODE"],
+            capture_output=True,
+            text=True,
+            env={"PATH": "/usr/bin:/bin"},
+        )
+        assert env.stdout.strip().splitlines()[-1] == "token", command
+    # every node gets the token that `ray get-auth-token --generate` wrote where `ray up` runs
+    assert config["file_mounts"]["~/.ray/auth_token"] == "~/.ray/auth_token"
+    # and the driver's shell on the head has the mode (raystudy run --address auto)
+    assert any("export RAY_AUTH_MODE=token' >> ~/.bashrc" in c for c in config["setup_commands"])

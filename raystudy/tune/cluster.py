@@ -71,5 +71,8 @@ def connect(address: str | None) -> None:
             ) from None
     else:
         # "local": always a cluster of our own; a bare ray.init() would join any other local
-        # cluster named in /tmp/ray (another user's study, a test run).
+        # cluster named in /tmp/ray (another user's study, a test run). Its ports listen on
+        # this machine's address: Ray (2.59 and later) starts a local cluster with token
+        # authentication, which refuses callers without the token it keeps in ~/.ray. Setting
+        # RAY_AUTH_MODE here, after Ray was imported, would leave this driver without it.
         ray.init(address="local", include_dashboard=False, log_to_driver=True)

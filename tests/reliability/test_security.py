@@ -197,13 +197,16 @@ def test_a_local_ray_starts_without_its_dashboard() -> None:
 
 
 @pytest.mark.heavy  # starts Ray (~10 s on 2 busy cores); the AST test above is the fast guard
-def test_the_local_ray_of_a_study_serves_no_http_and_needs_a_token() -> None:
+def test_the_local_ray_of_a_study_serves_no_http_and_needs_a_token(tmp_path: Path) -> None:
     script = textwrap.dedent(
         """
         import os, json
         from raystudy.tune.cluster import connect
         connect(None)
-        print(json.dumps({"pid": os.getpid(), "auth": os.environ.get("RAY_AUTH_MODE")}))
+        import ray
+        gcs = ray.get_runtime_context().gcs_address
+        print(json.dumps({"pid": os.getpid(), "auth": os.environ.get("RAY_AUTH_MODE"),
+                          "gcs": gcs}))
         import sys; sys.stdout.flush(); sys.stdin.read()  # keep Ray up until told
         """
     )
@@ -218,13 +221,45 @@ def test_the_local_ray_of_a_study_serves_no_http_and_needs_a_token() -> None:
         start_new_session=True,
     )
     try:
-        info = json.loads(proc.stdout.readline())
-        assert info["auth"] == "token"  # Ray's gRPC ports refuse callers without the token
+        line = proc.stdout.readline()
+        while line and not line.startswith("{"):  # Ray's own start-up lines
+            line = proc.stdout.readline()
+        info = json.loads(line)
+        assert info["auth"] == "token"
         ports = {p for _, p in listening(_group(proc.pid))}
         assert not ports & {8265, 52365}, ports  # the dashboard's and its agent's HTTP ports
+        # Ray's gRPC ports listen on the machine's address: a caller without the token (none,
+        # a wrong one, auth off) is refused; with this user's token, it joins.
+        stranger = tmp_path / "home"
+        stranger.mkdir()
+        callers = {
+            "no token": {"RAY_AUTH_MODE": "token", "HOME": str(stranger)},
+            "a wrong token": {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": "0" * 32},
+            "auth off": {"RAY_AUTH_MODE": "disabled", "HOME": str(stranger)},
+            "the token": {"RAY_AUTH_MODE": "token"},
+        }
+        for who, extra in callers.items():
+            joined = _join(info["gcs"], extra)
+            assert joined == (who == "the token"), who
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=60)
+
+
+def _join(gcs: str, env: dict[str, str]) -> bool:
+    """Whether a fresh process with `env` joins the Ray cluster at `gcs` and reads it."""
+    client = (
+        "import ray, sys; ray.init(address=sys.argv[1]); print('JOINED', ray.cluster_resources())"
+    )
+    base = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH")}
+    done = subprocess.run(
+        [sys.executable, "-c", client, gcs],
+        env={**base, **env},
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    return done.returncode == 0 and "JOINED" in done.stdout
 
 
 def _server_commands(text: str) -> list[str]:
