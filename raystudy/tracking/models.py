@@ -2,9 +2,18 @@
 
 The model is MLflow's `pytorch` flavour in the `pt2` format (`torch.export`): a traced graph
 that `mlflow.pytorch.load_model("runs:/<run id>/model")` turns back into a module in any
-Python with torch, raystudy or not, and that unpickles no code (MLflow 3 refuses pickled
-models unless `MLFLOW_ALLOW_PICKLE_DESERIALIZATION` is set). The batch dimension is dynamic,
-so the module takes any batch size.
+Python with torch, raystudy or not. The batch dimension is dynamic, so the module takes any
+batch size.
+
+Loading runs no code from the file (`load_encoder`): MLflow's `MLFLOW_ALLOW_PICKLE_DESERIALIZATION`
+defaults to true (mlflow 3.17.2, `mlflow/environment_variables.py`), and then a `model.pth`
+is `torch.load`ed with pickle and a `.pt2` archive is `torch.export.load`ed, which unpickles
+its records with `weights_only=False`. With it false, `mlflow.pytorch._load_model` refuses a
+pickled `model.pth` (`_load_by_pickle_check`) and first checks that every record of a `.pt2`
+archive is JSON/text or passes torch's `weights_only` unpickler
+(`_validate_pt2_archive_is_pickle_free`, which needs torch >= 2.10); `load_encoder` sets it
+false for its load, whatever the environment says. pyproject.toml requires the mlflow and
+torch versions whose source this was read from.
 
 It is logged through the client of the trial's run, not MLflow's fluent `log_model`, which
 reads the process-wide tracking URI and experiment (a trial worker sets neither, and a store
@@ -16,8 +25,9 @@ a LoggedModel named `model` whose source is the run, its artifacts, the run's ou
 from __future__ import annotations
 
 import contextlib
+import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -155,4 +165,23 @@ def load_encoder(uri: str, tracking_uri: str | None = None) -> torch.nn.Module:
     """
     if tracking_uri is not None:
         mlflow.set_tracking_uri(expand(tracking_uri))
-    return mlflow.pytorch.load_model(uri)
+    with _no_pickle():
+        return mlflow.pytorch.load_model(uri)
+
+
+#: MLflow's switch for unpickling model files (read on every load).
+ALLOW_PICKLE = "MLFLOW_ALLOW_PICKLE_DESERIALIZATION"
+
+
+@contextlib.contextmanager
+def _no_pickle() -> Iterator[None]:
+    """MLflow refuses to unpickle anything while the block runs (module doc)."""
+    before = os.environ.get(ALLOW_PICKLE)
+    os.environ[ALLOW_PICKLE] = "false"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(ALLOW_PICKLE, None)
+        else:
+            os.environ[ALLOW_PICKLE] = before
