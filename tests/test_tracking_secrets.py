@@ -151,3 +151,50 @@ def test_a_spec_with_a_written_out_password_is_refused_without_repeating_it(
     said = str(caught.value)
     assert f"{path}: tracking.uri" in said and "holds a password" in said
     assert "hunter2" not in said
+
+
+SECRET = "Zq9-never-printed"
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "postgresql://me:${%s}@127.0.0.1:{port}/db",
+        "postgresql+psycopg2://me:${%s}@127.0.0.1:{port}/db",
+        "http://me:${%s}@127.0.0.1:{port}",
+    ],
+    ids=["postgresql", "psycopg2", "http"],
+)
+def test_an_unreachable_store_is_said_without_the_expanded_password(
+    template: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv(VAR, SECRET)
+    with socket.socket() as closed:  # a port nothing listens at
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    uri = (template % VAR).replace("{port}", str(port))
+    said: list[str] = []
+    runner = CliRunner()
+    with caplog.at_level("DEBUG"):
+        ran = runner.invoke(app, ["run", str(SMOKE), "-o", str(tmp_path / "o"), "--set",
+                                  f"tracking.uri={uri}"])  # fmt: skip
+        said.append(ran.output)
+        assert ran.exit_code == 2 and "is unreachable" in ran.output, ran.output
+        # a study whose store is that server: every command that reads it
+        folder = tmp_path / "o" / "down"
+        folder.mkdir(parents=True)
+        StudyInfo("down", folder, uri, "1", "0" * 32, 8, 8).write()
+        (folder / "spec.yaml").write_text(SMOKE.read_text())
+        for command in (["status"], ["analyze"], ["resume"]):
+            ran = runner.invoke(app, [*command, "down", "-o", str(tmp_path / "o")])
+            said.append(ran.output)
+            assert "unreachable" in " ".join(ran.output.split()), (command, ran.output)
+    said += [r.getMessage() for r in caplog.records]
+    said += list(capfd.readouterr())
+    said += [p.read_text(errors="replace") for p in tmp_path.rglob("*") if p.is_file()]
+    assert all(SECRET not in text for text in said)
+    assert any(f"${{{VAR}}}" in text for text in said)  # the variable is named, not its value
