@@ -16,11 +16,12 @@ from typing import Any
 import pandas as pd
 
 from raystudy.analysis.columns import ERROR, METRIC, PARAM, RUN_NAME
+from raystudy.analysis.errors import AnalysisError
 from raystudy.data.split_registry import split_tag
 from raystudy.study.folder import StudyInfo, load_study_spec, tune_dir_of
 from raystudy.study.records import StudyLayout, model_params, models_of
 from raystudy.tags import FROM_TUNE, SOURCE_TAG, SPLIT_TAG, STUDY_TAG, TRIAL_ID_TAG, column
-from raystudy.tune.state import FINISHED, read_tune_trials
+from raystudy.tune.state import FINISHED, TuneStateError, read_tune_trials
 
 
 def load_tune_results(study_dir: Path) -> pd.DataFrame:
@@ -31,7 +32,11 @@ def load_tune_results(study_dir: Path) -> pd.DataFrame:
     layout = StudyLayout.of(spec)
     stacks = layout.stacks
     rows = []
-    for tune_trial in read_tune_trials(tune_dir_of(study_dir)):
+    try:
+        tune_trials = read_tune_trials(tune_dir_of(study_dir))
+    except TuneStateError as exc:
+        raise AnalysisError(str(exc).replace("STUDY", info.name)) from None
+    for tune_trial in tune_trials:
         for trial, config, tags in models_of(tune_trial, spec, info.name, layout):
             row: dict[str, Any] = {
                 "run_id": "",

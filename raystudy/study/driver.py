@@ -52,7 +52,14 @@ from raystudy.tune.adapter import new_tuner, optuna_study_exists, time_budget
 from raystudy.tune.cluster import TuneSetupError, connect
 from raystudy.tune.probe import cluster_request
 from raystudy.tune.restore import can_restore, restored_tuner
-from raystudy.tune.state import FINISHED, STOPPED, TUNE_DIR, fit_outcomes
+from raystudy.tune.state import (
+    FINISHED,
+    STOPPED,
+    TUNE_DIR,
+    TuneStateError,
+    fit_outcomes,
+    tune_outcomes,
+)
 
 T = TypeVar("T")
 
@@ -86,7 +93,7 @@ class StudyOutcome:
         return self.states.get(FINISHED, 0) + self.states.get(STOPPED, 0)
 
 
-def _code_version() -> str:
+def code_version() -> str:
     """The raystudy version, with the short commit of its checkout when it has one."""
     commit = git_commit(PACKAGE_DIR, short=True)
     return f"{raystudy.__version__}+{commit}" if commit else raystudy.__version__
@@ -156,7 +163,7 @@ def run_study(
             raise _tracking_error(exc) from None
     _as_study_error(connect, address)
     resources = trial_resources(spec)
-    version = _code_version()
+    version = code_version()
     tracker, info, tuner, lock = _start(
         spec, study_dir, overwrite, version, resources, verbose, on_study_dir
     )
@@ -305,7 +312,7 @@ def sync_from_tune(tracker: StudyTracker, info: StudyInfo) -> int:
         return 0
     # Runs are named like their trial's folder: finished ones are not even read from disk.
     done = {name for name, status in tracker.trial_statuses().items() if status == RUN_FINISHED}
-    version = _code_version()
+    version = code_version()
     synced = 0
     for record in run_records(info.study_dir, skip=done):
         record = dataclasses.replace(record, tags={**record.tags, VERSION_TAG: version})
@@ -332,6 +339,11 @@ def _resume(
 ) -> StudyOutcome:
     spec = load_study_spec(study_dir, check_data=True)
     tune_dir = study_dir / TUNE_DIR
+    try:
+        # Read before Ray starts: a damaged state is said naming its file, not by Tune.
+        tune_outcomes(tune_dir)
+    except TuneStateError as exc:
+        raise StudyError(str(exc).replace("STUDY", info.name)) from None
     if not can_restore(tune_dir):
         raise StudyError(
             f"{tune_dir} holds no Tune state to resume (the study stopped before its first "
@@ -351,7 +363,7 @@ def _resume(
     except TrackingUnreachable as exc:
         raise _resume_unreachable(exc, info) from exc
     try:
-        context = _context(spec, info, _code_version(), resources)
+        context = _context(spec, info, code_version(), resources)
         tuner = restored_tuner(spec, tune_dir, context, restart_errored=restart_errored)
     except BaseException:
         _mark_killed(tracker)

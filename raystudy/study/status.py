@@ -12,7 +12,14 @@ from raystudy.study.report import PROBLEM, WARNING, Line, Report
 from raystudy.tags import RUN_NAME_TAG, column
 from raystudy.tracking.reader import trial_runs_table
 from raystudy.tracking.retry import TrackingRejected, TrackingUnreachable
-from raystudy.tune.state import OUTCOMES, PENDING, TUNE_DIR, outcome_word, tune_outcomes
+from raystudy.tune.state import (
+    OUTCOMES,
+    PENDING,
+    TUNE_DIR,
+    TuneStateError,
+    outcome_word,
+    tune_outcomes,
+)
 
 
 def study_status(study_dir: Path) -> dict[str, int]:
@@ -49,21 +56,26 @@ def status_report(study_dir: Path, name: str | None = None) -> Report:
     StudyError for a folder that holds no readable study; a store that cannot be read is a
     line of the report, after Tune's counts (exit code 2 for a missing sqlite store)."""
     info = StudyInfo.read(study_dir)
-    counts = study_status(study_dir)
     text = [f"Study {name or study_dir.name!r} ({info.num_tune_trials} trials) in {study_dir}"]
     driver = holder(study_dir)
     if driver is not None:
         text.append(f"  being driven by pid {driver.get('pid')} on host {driver.get('host')}")
+    damaged = None
+    try:
+        counts = study_status(study_dir)
+    except TuneStateError as exc:  # the MLflow counts below are still worth having
+        counts, damaged = {}, Line(str(exc).replace("STUDY", info.name), PROBLEM)
     text += [f"  {outcome_word(s):13s} {counts[s]}" for s in OUTCOMES if counts.get(s)]
-    lines = [Line(t) for t in text]
+    lines = [Line(t) for t in text] + ([damaged] if damaged else [])
+    code = 2 if damaged else 0
     try:
         by_status = run_statuses(study_dir)
     # Tune's counts above are still worth having (a store refused: e.g. a ${VAR} unset here).
     except (TrackingUnreachable, TrackingRejected) as exc:
-        return Report([*lines, Line(f"  MLflow runs unknown: {exc}", WARNING)], 0)
+        return Report([*lines, Line(f"  MLflow runs unknown: {exc}", WARNING)], code)
     except StudyError as exc:
         return Report([*lines, Line(str(exc), PROBLEM)], 2)
     if by_status:
         runs = ", ".join(f"{v} {k.lower()}" for k, v in by_status.items())
         lines.append(Line(f"  MLflow runs: {runs}"))
-    return Report(lines, 0)
+    return Report(lines, code)

@@ -97,17 +97,53 @@ def fit_outcomes(results: Iterable[Any]) -> tuple[dict[str, int], list[str]]:
     return dict(counts), stopped
 
 
+class TuneStateError(RuntimeError):
+    """A file of Tune's storage that cannot be read; the message names it and what still
+    works (the MLflow store holds every finished trial)."""
+
+
+def _damaged(path: Path, what: str, why: str) -> TuneStateError:
+    return TuneStateError(
+        f"{path}: {what} cannot be read ({why}); the file is damaged (a full disk, a copy cut "
+        "short, an edit). Finished trials are in the MLflow store: `raystudy analyze STUDY` "
+        "reads them from there; `resume` and `analyze --from-tune` need this file: restore it "
+        "from a backup, or start the study again with `raystudy run --overwrite`"
+    )
+
+
+def _json(path: Path, what: str, text: str | None = None) -> Any:
+    try:
+        return json.loads(path.read_text() if text is None else text)
+    except json.JSONDecodeError as exc:
+        raise _damaged(path, what, f"{exc.msg}, line {exc.lineno} column {exc.colno}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _damaged(path, what, str(exc)) from None
+
+
 def _experiment_state(tune_dir: Path) -> list[tuple[dict[str, Any], Any]]:
     """(trial, runtime) of each trial in the latest experiment state of a study's Tune
-    storage, as plain JSON (never the pickled parts); empty before Tune wrote one."""
+    storage, as plain JSON (never the pickled parts); empty before Tune wrote one.
+    TuneStateError naming the file when it is damaged."""
     states = sorted(tune_dir.glob("experiment_state-*.json"))
     if not states:
         return []
-    data = json.loads(states[-1].read_text())
+    what = "Tune's experiment state (the study's trials and their status)"
+    data = _json(states[-1], what)
+    if not isinstance(data, dict) or not isinstance(data.get("trial_data", []), list):
+        raise _damaged(states[-1], what, "not the JSON object Tune writes")
     out = []
-    for trial_json, runtime_json in data.get("trial_data", []):
-        runtime = json.loads(runtime_json) if isinstance(runtime_json, str) else runtime_json
-        out.append((json.loads(trial_json), runtime))
+    for entry in data.get("trial_data", []):
+        if not (isinstance(entry, list | tuple) and len(entry) == 2):
+            raise _damaged(states[-1], what, "a trial entry is not a (trial, runtime) pair")
+        trial_json, runtime_json = entry
+        if isinstance(runtime_json, str):
+            runtime = _json(states[-1], what, runtime_json)
+        else:
+            runtime = runtime_json
+        trial = _json(states[-1], what, trial_json) if isinstance(trial_json, str) else trial_json
+        if not isinstance(trial, dict) or "status" not in trial:
+            raise _damaged(states[-1], what, "a trial entry has no status")
+        out.append((trial, runtime))
     return out
 
 
@@ -243,7 +279,7 @@ def read_tune_trials(tune_dir: Path, skip: Container[str] = ()) -> list[TuneTria
                     except json.JSONDecodeError:
                         continue
         trial_id = next((str(r["trial_id"]) for r in rows if "trial_id" in r), "")
-        config = json.loads(params.read_text())
+        config = _json(params, "the trial's config (Tune's params.json)")
         error = _error_line(folder / "error.txt")
         trials.append(TuneTrial(folder.name, trial_id, config, rows, error, statuses.get(trial_id)))
     return trials
