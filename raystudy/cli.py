@@ -46,6 +46,40 @@ def _fail(message: str) -> None:
     raise typer.Exit(2)
 
 
+#: The exit status of a command ended by Ctrl-C (128 + SIGINT), as shells report it.
+INTERRUPTED = 130
+
+
+def _interrupted(study: str, output: Path) -> None:
+    """A Ctrl-C that reached raystudy itself: the second one, after Tune's own stop (the
+    first) was under way, or one before Tune started. Said without a traceback; what the
+    trials recorded up to their last checkpoints stays, and `resume` continues from it."""
+    from raystudy.study.folder import STUDY_FILE, study_path
+
+    _ignore_interrupts()
+    folder = study_path(output, study)
+    if (folder / STUDY_FILE).is_file():
+        typer.secho(
+            f"Interrupted: stopped at once, without waiting for Tune's last save of the "
+            f"study's state; every trial keeps what it recorded up to its last checkpoint. "
+            f"`raystudy resume {study} --output {output}` continues the study.",
+            fg=typer.colors.YELLOW,
+            err=True,
+        )
+    else:
+        typer.secho("Interrupted before the study started: nothing was written.", err=True)
+    raise typer.Exit(INTERRUPTED)
+
+
+def _ignore_interrupts() -> None:
+    """Once a study has stopped, what remains is printing and Ray's own shutdown (at exit, a
+    second or two): a Ctrl-C there would only interrupt Ray mid-shutdown (a traceback, at
+    worst a crash), so it is ignored."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _print(report: Any) -> None:
     """A `raystudy.study.report.Report`: each line in its style, then its exit code."""
     from raystudy.study.report import PROBLEM, WARNING
@@ -80,6 +114,9 @@ def _run(
         outcome, log = run_watched(study_spec, output=output, **kw)  # address, overwrite, verbose
     except StudyError as exc:
         _fail(str(exc))
+    except KeyboardInterrupt:
+        _interrupted(study_spec.name, output)
+    _ignore_interrupts()
     _print(outcome_report(outcome, output, log))
 
 
@@ -180,6 +217,9 @@ def resume(
         )
     except StudyError as exc:
         _fail(str(exc))
+    except KeyboardInterrupt:
+        _interrupted(study, output)
+    _ignore_interrupts()
     _print(outcome_report(outcome, output, log))
 
 

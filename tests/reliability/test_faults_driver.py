@@ -4,9 +4,11 @@ what had finished is not trained again. While it runs, a second driver is refuse
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import mlflow
@@ -106,3 +108,61 @@ def test_killed_driver_resumes_to_one_finished_run_per_grid_point(tmp_path: Path
     assert study_status(study_dir) == {FINISHED: len(SEEDS)}
     parents = client.search_runs([info.experiment_id], equals(ROLE_TAG, STUDY_ROLE))
     assert [p.info.status for p in parents] == ["FINISHED"]
+
+
+# heavy (the fault tier): a study interrupted twice, then resumed.
+@pytest.mark.heavy
+def test_a_second_ctrl_c_stops_at_once_and_the_study_still_resumes(tmp_path: Path) -> None:
+    overrides = tiny(
+        "twice",
+        LIGHT,
+        f"train.steps={STEPS}",
+        "evaluation.probes=[]",
+        f"grid={{seed: {SEEDS}}}",
+        "resources={cpu: 1, gpu: 0}",
+        "execution.max_concurrent_trials=1",
+    )
+    sets = [a for o in overrides for a in ("--set", o)]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    driver = subprocess.Popen(
+        cli("run", str(SMOKE), "--output", str(tmp_path), *sets),
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    study_dir = tmp_path / "twice"
+    try:
+        wait_for(lambda: finished_runs(study_dir), 240, "a first trial to finish", every_s=0.5)
+        driver.send_signal(signal.SIGINT)  # Tune starts its orderly stop...
+        time.sleep(0.3)
+        driver.send_signal(signal.SIGINT)  # ...and the user does not wait for it
+        time.sleep(1.0)
+        with contextlib.suppress(ProcessLookupError):
+            driver.send_signal(signal.SIGINT)  # nor for Ray's shutdown at exit
+        output, _ = driver.communicate(timeout=120)
+    finally:
+        kill_session(driver.pid)
+    said = " ".join(output.split())
+    # Stopped at once while Tune was stopping (130, said so), or, when Tune had stopped
+    # already, ended as one Ctrl-C ends a study (1); never a traceback or a crash.
+    assert driver.returncode in (1, 130), (driver.returncode, output[-3000:])
+    if driver.returncode == 130:
+        assert "Interrupted: stopped at once" in said
+    assert "raystudy resume twice" in said
+    assert "Traceback" not in output and "Exception ignored" not in output, output[-3000:]
+
+    resumed = subprocess.run(
+        cli("resume", "twice", "--output", str(tmp_path)),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    info = StudyInfo.read(study_dir)
+    runs = trial_runs(info.tracking_uri, info.experiment_id)
+    assert sorted(r.data.params["seed"] for r in runs) == [str(s) for s in SEEDS]
+    assert {r.info.status for r in runs} == {"FINISHED"}
+    assert study_status(study_dir) == {FINISHED: len(SEEDS)}
