@@ -21,7 +21,7 @@ from raystudy.spec.search_space import define_by_run
 from raystudy.study.driver import resume_study
 from raystudy.study.folder import StudyInfo
 from raystudy.study.status import study_status
-from raystudy.tags import STOPPED_TAG, TRIAL_ID_TAG
+from raystudy.tags import AT_STUDY_END, CLOSED_TAG, STOPPED_TAG, TRIAL_ID_TAG
 from raystudy.tune.state import FINISHED
 
 NUM_SAMPLES = 4
@@ -122,3 +122,71 @@ def test_interrupted_optuna_study_resumes_with_its_sampler_and_storage(
     # The sampler continued: the draws after the resume are the uninterrupted search's.
     expected = replayed_params([t.value for t in trials], seed=0)
     assert [t.params for t in trials] == [pytest.approx(p) for p in expected]
+
+
+def kill_once_a_trial_finishes(command: list[str], study_dir: Path) -> None:
+    """Run the driver `command` and SIGKILL it (no handler runs) once MLflow holds a finished
+    trial of `study_dir`."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    driver = subprocess.Popen(
+        command,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and driver.poll() is None:
+        time.sleep(0.5)
+        if (study_dir / "study.json").exists():
+            runs = trial_runs(StudyInfo.read(study_dir))
+            if any(r.info.status == "FINISHED" for r in runs):
+                break
+    driver.send_signal(signal.SIGKILL)
+    driver.wait(timeout=60)
+    assert driver.returncode == -signal.SIGKILL, "the driver ended before it was killed"
+
+
+# heavy (the fault tier): the driver SIGKILLed mid-search, then resumed.
+@pytest.mark.heavy
+def test_a_killed_optuna_driver_resumes_with_every_trial_told_once(
+    ray_local, tmp_path: Path
+) -> None:
+    sets = [a for o in OVERRIDES for a in ("--set", o)]
+    study_dir = tmp_path / "optresume"
+    address = ray_local.get_runtime_context().gcs_address
+    kill_once_a_trial_finishes(
+        cli("optimize", str(SMOKE), "--output", str(tmp_path), "--address", address, *sets),
+        study_dir,
+    )
+    info = StudyInfo.read(study_dir)
+    before = {r.info.run_id: r for r in trial_runs(info) if r.info.status == "FINISHED"}
+    assert 1 <= len(before) < NUM_SAMPLES
+
+    outcome = resume_study(study_dir)
+    assert outcome.ok, outcome.states
+    assert study_status(study_dir) == {FINISHED: NUM_SAMPLES}
+    everything = trial_runs(info)
+    runs = [r for r in everything if r.info.status == "FINISHED"]
+    assert len({r.data.tags[TRIAL_ID_TAG] for r in runs}) == len(runs) == NUM_SAMPLES
+    # A trial the driver had started but not yet recorded when it was killed is drawn anew
+    # on resume; its first run was closed at the study's end, not left RUNNING.
+    for run in everything:
+        if run.info.status != "FINISHED":
+            assert run.info.status == "KILLED" and run.data.tags[CLOSED_TAG] == AT_STUDY_END
+    for run_id, run in before.items():  # not trained again
+        again = mlflow.MlflowClient(info.tracking_uri).get_run(run_id)
+        assert again.info.end_time == run.info.end_time, run.info.run_name
+    # Optuna: each of the study's trials completed once with MLflow's value; a trial the kill
+    # left RUNNING in the storage (asked, never told) is closed, not left to look pending.
+    trials = optuna_trials(study_dir)
+    complete = [t for t in trials if t.state == optuna.trial.TrialState.COMPLETE]
+    assert len(complete) == NUM_SAMPLES
+    assert not [t for t in trials if t.state == optuna.trial.TrialState.RUNNING]
+    by_beta = {float(r.data.params["model.beta"]): r for r in runs}
+    for t in complete:
+        run = by_beta[t.params["model.beta"]]
+        assert t.value == pytest.approx(run.data.metrics["dis/mig"]), run.info.run_name

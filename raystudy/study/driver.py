@@ -48,7 +48,13 @@ from raystudy.tracking.retry import TrackingRejected, TrackingUnreachable, Track
 from raystudy.tracking.sync import sync_run
 from raystudy.tracking.writer import StudyTracker, default_uri
 from raystudy.trials.common import StudyContext
-from raystudy.tune.adapter import new_tuner, optuna_study_exists, time_budget
+from raystudy.tune.adapter import (
+    close_orphan_optuna_trials,
+    new_tuner,
+    optuna_storage_url,
+    optuna_study_exists,
+    time_budget,
+)
 from raystudy.tune.cluster import TuneSetupError, connect
 from raystudy.tune.probe import cluster_request
 from raystudy.tune.restore import can_restore, restored_tuner
@@ -182,6 +188,12 @@ def _fit(
     except BaseException:
         _mark_killed(tracker)
         raise
+    if spec.search.method == "optuna" and StudyOutcome(info, states, 0.0).ok:
+        # Every trial has ended: a trial still RUNNING in Optuna's storage lost its Tune trial
+        # with a killed driver.
+        _as_study_error(
+            close_orphan_optuna_trials, optuna_storage_url(spec, info.study_dir), spec.name
+        )
     return _finish(tracker, info, states, started, stopped)
 
 

@@ -116,12 +116,37 @@ class FinalMetricOptunaSearch(OptunaSearch):
 
     Trials report `train/*` while training and the searched metric (`dis/*`, `transfer/*`)
     once, at the end; stock OptunaSearch indexes every result by the metric and fails.
+
+    A driver killed between telling Optuna a trial's value and saving its own state leaves
+    a searcher that, restored, would tell (or report to) the finished Optuna trial again,
+    which Optuna refuses and Tune turns into a failed study: such a trial is taken as told.
     """
 
     def on_trial_result(self, trial_id: str, result: dict[str, Any]) -> None:
         if isinstance(self.metric, str) and self.metric not in result:
             return
+        if self._told_already(trial_id):
+            return
         super().on_trial_result(trial_id, result)
+
+    def on_trial_complete(
+        self, trial_id: str, result: dict[str, Any] | None = None, error: bool = False
+    ) -> None:
+        if self._told_already(trial_id):
+            return
+        super().on_trial_complete(trial_id, result, error)
+
+    def _told_already(self, trial_id: str) -> bool:
+        """Whether the storage holds this trial's Optuna trial as finished (the searcher's
+        own record of it may be older than the storage's)."""
+        ot_trial = getattr(self, "_ot_trials", {}).get(trial_id)
+        if ot_trial is None or trial_id in self._completed_trials:
+            return False
+        frozen = self._ot_study._storage.get_trial(ot_trial._trial_id)
+        if not frozen.state.is_finished():
+            return False
+        self._completed_trials.add(trial_id)
+        return True
 
 
 def optuna_storage_url(spec: StudySpec, study_dir: Path) -> str:
@@ -145,6 +170,21 @@ def optuna_study_exists(url: str, name: str) -> bool:
             f"search.storage {url}: cannot read the Optuna storage ({type(exc).__name__}: "
             f"{(str(exc).splitlines() or [''])[0][:300]})"
         ) from None
+
+
+def close_orphan_optuna_trials(url: str, name: str) -> int:
+    """Fail the trials of Optuna study `name` still RUNNING once every Tune trial has ended:
+    asked for a Tune trial that a killed driver never recorded (the resumed study draws a
+    new one), they would otherwise look pending for ever. Returns how many were closed."""
+    import optuna
+
+    if not optuna_study_exists(url, name):
+        return 0
+    study = optuna.load_study(study_name=name, storage=url)
+    running = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))
+    for trial in running:
+        study.tell(trial.number, state=optuna.trial.TrialState.FAIL)
+    return len(running)
 
 
 def clear_optuna_study(url: str, name: str) -> bool:
