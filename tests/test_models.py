@@ -176,6 +176,9 @@ def test_every_objective_builds_from_a_config_reading_only_its_fields() -> None:
         "lie_group_vae",
         "composition",
         "info_vae",
+        "slow_vae",
+        "pcl",
+        "supervised_pretrained",
     }
     assert set(OBJECTIVES.names()) == expected
     cfg = dict(beta=6.0, c_max=50.0, iteration_threshold=10, lambda_od=2.0, kl_mode="symmetric_kl")

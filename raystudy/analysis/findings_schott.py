@@ -9,8 +9,9 @@ trials of `schott_*` splits, `transfer/test/<probe>/r2` (the mean over factors):
 - `R2_DROPS`, per model (`groups.model_labels`), readout and kind of split: R^2(random) -
   R^2(kind), a difference of trial means (Welch's t-test), and with the design that varies
   among that model's trials (dataset) held fixed (`design.adjusted_difference`); yes_if '> 0';
-- `SUPERVISION_SHRINKS_DROP`, per readout and kind, for weakly supervised (Ada-GVAE, ML-VAE)
-  and supervised models (objective `supervised`) against unsupervised ones: drop(unsupervised)
+- `SUPERVISION_SHRINKS_DROP`, per readout and kind, for weakly supervised (Ada-GVAE, ML-VAE,
+  SlowVAE, PCL) and supervised models (objectives `supervised`, `supervised_pretrained`)
+  against unsupervised ones: drop(unsupervised)
   - drop(group), the coefficient of kind x group in an OLS of R^2 on an intercept, kind (1 on
   the kind's split, 0 on random), group (1 for the group, 0 for unsupervised) and their
   product: y = b0 + b1 K + b2 G + b3 K G, so drop(unsupervised) = -b1, drop(group) =
@@ -41,7 +42,7 @@ from raystudy.analysis.findings_shared import (
     paired_estimate,
     seed_count,
 )
-from raystudy.analysis.groups import SUPERVISION, model_labels, natural_order
+from raystudy.analysis.groups import SUPERVISED, SUPERVISION, model_labels, natural_order
 from raystudy.analysis.inference import difference_test
 from raystudy.analysis.r2_table import SCHOTT_PREFIX, split_kind
 from raystudy.keys import transfer_key
@@ -56,7 +57,11 @@ KINDS = ("composition", "interpolation", "extrapolation")
 #: the row's group names it).
 GROUPS = (
     ("weak", "weak supervision", f"{SUPERVISION}=weak"),
-    ("supervised", "full supervision", f"{OBJECTIVE.removeprefix('params.')}=supervised"),
+    (
+        "supervised",
+        "full supervision",
+        f"{OBJECTIVE.removeprefix('params.')} in ({', '.join(sorted(SUPERVISED))})",
+    ),
 )
 
 _S = "Schott et al. 2022"
@@ -162,7 +167,7 @@ def _supervision_rows(
         return
     objectives = runs[OBJECTIVE].astype(str) if OBJECTIVE in runs.columns else runs["model"]
     unsupervised = runs[SUPERVISION] == "unsupervised"
-    members = {"weak": runs[SUPERVISION] == "weak", "supervised": objectives == "supervised"}
+    members = {"weak": runs[SUPERVISION] == "weak", "supervised": objectives.isin(SUPERVISED)}
     for probe, r2 in sorted(scores.items()):
         for kind in KINDS:
             for name, said, label in GROUPS:

@@ -19,8 +19,12 @@ from raystudy.analysis.errors import AnalysisError
 from raystudy.tags import EXTERNAL_ROLE, ROLE_TAG
 from raystudy.tags import column as tag_column
 
-WEAK = frozenset({"ada_gvae", "ml_vae"})
-REFERENCE = frozenset({"supervised", "gt_decoder"})
+#: Trained on pairs that share some factors (Locatello et al. 2020; SlowVAE and PCL on
+#: temporally close pairs, which Schott et al. 2022 count as weakly supervised).
+WEAK = frozenset({"ada_gvae", "ml_vae", "slow_vae", "pcl"})
+#: Encoders trained on the factors themselves (from scratch or from ImageNet weights).
+SUPERVISED = frozenset({"supervised", "supervised_pretrained"})
+REFERENCE = SUPERVISED | {"gt_decoder"}
 #: Encoders raystudy did not train (`raystudy evaluate --experiment`): a group of their own.
 EXTERNAL = "external"
 SUPERVISION_ORDER = ("unsupervised", "weak", "reference", EXTERNAL)
