@@ -7,7 +7,8 @@ and Tune-state readers parse them (`raystudy.analysis.columns`, `raystudy.tune.s
 - ``train/<term>``: a training loss term, at each report step;
 - ``eval/<score>`` and ``eval/<score>_heldout``: unsupervised scores of held-out images, and of
   combinations never trained on (Montero et al. 2021); ``eval/recon_decoder_test[_heldout]``
-  the same NLL after the decoder test (Montero et al. 2022);
+  and ``eval/recon_encoder_test[_heldout]`` the same NLL after the decoder test's two arms
+  (Montero et al. 2022);
 - ``dis/<score>``: disentanglement; ``down/<score>``: in-distribution downstream accuracy;
 - ``transfer/<scenario>/<probe>/<score>[/<factor>]``: OOD transfer of a probe;
 - ``stack/<s>/<key>``: model s's own value in a stacked trial's Tune report;
@@ -38,6 +39,11 @@ HELDOUT_SUFFIX = "_heldout"
 #: the reconstruction NLL after the decoder was trained again on the frozen encoder's codes,
 #: `eval/recon_decoder_test` and on held-out combinations `eval/recon_decoder_test_heldout`.
 DECODER_TEST = "recon_decoder_test"
+#: The same NLL after the decoder test's other arm (`evaluation.decoder_test_arms: [encoder]`):
+#: the decoder frozen and the encoder trained again.
+ENCODER_TEST = "recon_encoder_test"
+#: Each arm of the decoder test and the `eval/` score it reports.
+DECODER_TEST_ARMS = {"decoder": DECODER_TEST, "encoder": ENCODER_TEST}
 
 #: MLflow's prefix for system metrics (its UI's "System metrics" tab shows these keys).
 SYSTEM = "system/"

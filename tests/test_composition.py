@@ -294,11 +294,14 @@ def test_composition_without_a_held_out_set_is_refused_at_the_split() -> None:
     assert "split: objective 'composition'" in message and "holds nothing out" in message
 
 
-def test_composition_refuses_the_decoder_test_and_pair_options() -> None:
-    message = refusal("evaluation.decoder_test_steps=5")
-    assert "evaluation.decoder_test_steps" in message and "set it to 0" in message
+def test_composition_refuses_noisy_inputs_to_reconstruct_and_pair_options() -> None:
+    message = refusal("model.reconstruct_inputs=true", "train.input_noise=true")
+    assert "model.reconstruct_inputs: is true while train.input_noise is on" in message
+    # The decoder test is Montero et al. (2022)'s protocol on composition-trained models.
+    spec = load_spec(SMOKE, tiny("comp", *COMPOSITION, "evaluation.decoder_test_steps=5"))
+    assert spec.trials()[0].evaluation.decoder_test_steps == 5
     message = refusal("model.k=2")
-    assert "model.k: objective 'composition' does not read k (it reads: beta)" in message
+    assert "model.k: objective 'composition' does not read k (it reads: beta, " in message
     message = refusal("grid={model: [{objective: composition, kl_mode: symmetric_kl}]}")
     assert "model.kl_mode" in message and "grid point 0" in message
     # A base k read by the weakly supervised models of the grid is theirs, not refused.

@@ -188,6 +188,12 @@ MODIFIER_CASES = [
         "sparse_posX",
         lambda v: np.isin(np.rint(v[:, 3] * 31), [0, 7, 15, 23, 31]),
     ),
+    (
+        "dsprites",
+        "loo",
+        "sparse_posY",
+        lambda v: np.isin(np.rint(v[:, 4] * 31), [0, 7, 15, 23, 31]),
+    ),
     ("mpi3d", "cyl2horz", "four_shapes", lambda v: ~np.isin(v[:, 1], [0, 3])),
     ("mpi3d", "objc_gt3", "even_vx", lambda v: v[:, 6] % 2 == 1),
     ("mpi3d", "objc_gt3", "lhalf_hx", lambda v: v[:, 5] < 20),

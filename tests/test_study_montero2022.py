@@ -56,8 +56,10 @@ def test_montero2022_runs_small_and_scores_the_held_out_combinations(ray_local, 
     metrics = run.data.metrics
     # Reconstruction of the held-out capsules with object hue >= 0.5, beside training's.
     assert metrics["eval/recon_heldout"] > 0 and metrics["eval/recon"] > 0
-    # The decoder test, on the same images, once the decoder is retrained on frozen codes.
+    # The decoder test, on the same images, once the decoder is retrained on frozen codes,
+    # and once the encoder is retrained against the frozen decoder (the file's two arms).
     assert metrics["eval/recon_decoder_test_heldout"] > 0 and metrics["eval/recon_decoder_test"] > 0
+    assert metrics["eval/recon_encoder_test_heldout"] > 0 and metrics["eval/recon_encoder_test"] > 0
     # The encoder test: readouts fit on training combinations, R^2 on the held-out ones.
     factors = ["floor_hue", "wall_hue", "object_hue", "scale", "shape", "orientation"]
     assert all(f"transfer/test/linear/r2/{f}" in metrics for f in factors)

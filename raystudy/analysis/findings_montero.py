@@ -92,6 +92,8 @@ ELEMENT, RANGE, EXTRAPOLATION = (
     "recombination-to-range",
     "extrapolation",
 )
+#: The 2022 code's interpolation conditions (held-out hue values between training ones).
+INTERPOLATION = "interpolation"
 #: Each split of Montero et al.'s conditions and its kind (raystudy.data.montero: the 2021
 #: splits; raystudy.data.montero2022: the 2022 paper's conditions, bracketed by family).
 SPLIT_KINDS: dict[str, str] = {
@@ -101,7 +103,7 @@ SPLIT_KINDS: dict[str, str] = {
     **{
         MONTERO2022_PREFIX + name: kind
         for kind, names in (
-            (ELEMENT, ("loo", "r2e")),
+            (ELEMENT, ("loo", "r2e", "shape2ohue_r2e")),
             (
                 RANGE,
                 (
@@ -115,9 +117,22 @@ SPLIT_KINDS: dict[str, str] = {
                     "objc2horz",
                     "midpos",
                     "shape2px",
+                    # the code's further variants (raystudy.data.montero2022_variants)
+                    "ell2tx",
+                    "sqr2scl",
+                    "sqr2tx_cent",
+                    "sqr2tx_flnk",
+                    "sqr2tx_rs",
+                    "sqr2tx_ls",
+                    "shape2fhue",
+                    "shape2orient",
+                    "shape2ohue_flnk",
+                    "cyl2vx",
+                    "bkg2cyl",
                 ),
             ),
             (EXTRAPOLATION, ("extrp", "blank_side", "fhue_gt50", "horz_gt20", "objc_gt3")),
+            (INTERPOLATION, ("odd_ohue", "odd_wnf_hue")),
         )
         for name in names
     },

@@ -11,6 +11,7 @@ from typing import Any
 
 from raystudy.checks.composition import composition_problems
 from raystudy.checks.data import data_problems
+from raystudy.checks.decoder_test import decoder_test_problems
 from raystudy.checks.metrics import readout_problems, search_metric_problems
 from raystudy.checks.model_options import foreign_option_problems
 from raystudy.checks.names import known_names, known_options
@@ -43,6 +44,7 @@ def validate_spec(raw: Any, source: str = "<spec>", check_data: bool = True) -> 
             raise SpecError(source, distinct(problems))
         problems = search_metric_problems(spec, trials, checker) + readout_problems(trials)
         problems += composition_problems(spec, trials, points, label)
+        problems += decoder_test_problems(trials, points, label, checker)
         if problems:
             raise SpecError(source, problems)
     if spec.execution.seeds_per_trial > 1:

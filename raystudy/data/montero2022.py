@@ -41,6 +41,10 @@ montero2022_shape2px     [recomb2range/shape2px] circles: pos_x and pos_y 16..31
                          simple: the square there
 =======================  ==============================================================
 
+The code's further variants (its interpolation conditions, 3dshapes' element variant
+``shape2ohue``, the range variants of dSprites, 3dshapes and MPI3D) are splits too, from
+:mod:`raystudy.data.montero2022_variants` (:data:`ALL_CONDITIONS`), built the same way.
+
 ``montero2022_loo``'s sets equal Montero et al. 2021's recombination-to-element
 (:mod:`raystudy.data.montero`), and dSprites' ``shape2tx`` and ``blank_side`` its
 recombination-to-range and extrapolation: the 2022 paper reuses them.
@@ -63,6 +67,8 @@ the grid, e.g. only every other object hue:
 dataset    modifier          keeps
 =========  ================  ============================================================
 dSprites   sparse_posX       pos_x in 0, 7, 15, 23, 31
+dSprites   sparse_posY       pos_y in 0, 7, 15, 23, 31 (defined in the code, left out of its
+                             table of modifiers; see raystudy.data.montero2022_variants)
 3dshapes   even_ohues        object hue 0, 2, 4, 6, 8
 3dshapes   half_ohues        object hue 0..4
 3dshapes   even_wnf_hues     floor and wall hue 0, 2, 4, 6, 8
@@ -81,13 +87,13 @@ Montero 2021's element split: on the default grid each held-out ellipse of ``loo
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from raystudy.data.base import GroundTruthDataset
 from raystudy.data.families import family_of, require_sizes
 from raystudy.data.montero import EXCLUDED as MONTERO_2021
 from raystudy.data.montero import GRID_SIZES as OFFICIAL_GRID_SIZES
+from raystudy.data.montero2022_variants import SPARSE_POS, VARIANT_DOCS, VARIANTS, Condition
 from raystudy.data.selectors import Selector, SelectorError
 from raystudy.data.split_registry import SplitOptionError, register_split
 from raystudy.data.splits import Scenario, Split
@@ -98,16 +104,6 @@ _HUE_LOW = {"le": 5}  # hues <= 0.5
 # 10..21 and > 0.5 is 16..31.
 _MIDDLE = {"ge": 10, "le": 21}
 _EVEN_10 = [0, 2, 4, 6, 8]
-
-
-@dataclass(frozen=True)
-class Condition:
-    """One condition on one grid: the held-out set, the encoder's set (None: the
-    complement), and the factors left out of the mean probe score."""
-
-    heldout: dict[str, Any]
-    encoder: dict[str, Any] | None = None
-    ood_factors: tuple[str, ...] = ()
 
 
 def _from_2021(kind: str, family: str) -> Condition:
@@ -184,7 +180,7 @@ DOCS = {
 
 # family -> modifier -> the set it keeps
 MODIFIERS: dict[str, dict[str, dict[str, Any]]] = {
-    "dsprites": {"sparse_posX": {"pos_x": [0, 7, 15, 23, 31]}},
+    "dsprites": {"sparse_posX": {"pos_x": SPARSE_POS}, "sparse_posY": {"pos_y": SPARSE_POS}},
     "shapes3d": {
         "even_ohues": {"object_hue": _EVEN_10},
         "half_ohues": {"object_hue": {"le": 4}},
@@ -204,7 +200,7 @@ def montero2022_split(
 ) -> Split:
     """The split ``montero2022_<condition>`` over ``ds``, its sets thinned by ``modifiers``."""
     name = f"montero2022_{condition}"
-    grids = CONDITIONS[condition]
+    grids = ALL_CONDITIONS[condition]
     family = family_of(ds, name, tuple(grids))
     require_sizes(ds, name, family, GRID_SIZES[family])
     cond = grids[family]
@@ -260,11 +256,14 @@ def _register(condition: str) -> Callable[..., Split]:
         return montero2022_split(ds, condition, modifiers)
 
     factory.__name__ = f"montero2022_{condition}"
-    factory.__doc__ = DOCS[condition]
+    factory.__doc__ = ALL_DOCS[condition]
     return register_split(f"montero2022_{condition}", options=("modifiers",))(factory)
 
 
-SPLIT_FACTORIES = {condition: _register(condition) for condition in CONDITIONS}
+#: The figures' conditions and the code's further variants (raystudy.data.montero2022_variants).
+ALL_CONDITIONS = {**CONDITIONS, **VARIANTS}
+ALL_DOCS = {**DOCS, **VARIANT_DOCS}
+SPLIT_FACTORIES = {condition: _register(condition) for condition in ALL_CONDITIONS}
 
 # The paper's three kinds of condition, and the variant its figures use on each dataset
 # (lost-in-latent-space, scripts/analysis/conditions.yaml: r2e, r2r, extrp per dataset; on

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from raystudy.keys import DECODER_TEST, eval_key, metric_key, transfer_key
+from raystudy.keys import DECODER_TEST_ARMS, eval_key, metric_key, transfer_key
 from raystudy.metrics.composition import COMPOSITION_OUTPUTS
 from raystudy.metrics.probes import probe_applies
 from raystudy.metrics.registry import metric_entry
@@ -17,6 +17,13 @@ from raystudy.models.objectives import OBJECTIVES
 if TYPE_CHECKING:
     from raystudy.data import Split
     from raystudy.spec import TrialConfig
+
+
+def decoder_test_arms(arms: Sequence[str], code_is_ground_truth: bool) -> list[str]:
+    """The arms of the decoder test (`evaluation.decoder_test_arms`) a model goes through: all,
+    but the encoder arm for a model whose code is the ground truth (gt_decoder), which has no
+    encoder to train again."""
+    return [arm for arm in arms if not (code_is_ground_truth and arm == "encoder")]
 
 
 def reported_metrics(trial: TrialConfig, split: Split, factor_names: Sequence[str]) -> set[str]:
@@ -30,7 +37,8 @@ def reported_metrics(trial: TrialConfig, split: Split, factor_names: Sequence[st
         if OBJECTIVES.get(trial.model.objective).triples:
             plain = COMPOSITION_OUTPUTS
         if ev.decoder_test_steps:
-            plain = (*plain, DECODER_TEST)
+            arms = decoder_test_arms(ev.decoder_test_arms, truth)
+            plain = (*plain, *(DECODER_TEST_ARMS[arm] for arm in arms))
         out |= {eval_key(k) for k in plain}
         if "heldout" in split.roles:
             out |= {eval_key(k, heldout=True) for k in plain}

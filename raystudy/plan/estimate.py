@@ -356,8 +356,10 @@ class _Calibration:
             plan.costed_from[str(eg)] = str(near)
         fit = plan.evaluation[eg if eg in plan.evaluation else near]
         return trial_cost(
-            # The decoder test's steps as training steps: an upper bound (no encoder backward).
-            trial.train.steps + trial.evaluation.decoder_test_steps,
+            # The decoder test's steps as training steps, once per arm: an upper bound (the
+            # decoder arm has no encoder backward, the encoder arm no decoder update).
+            trial.train.steps
+            + trial.evaluation.decoder_test_steps * len(trial.evaluation.decoder_test_arms),
             tg.batch_size,
             training.step,
             training.encode,

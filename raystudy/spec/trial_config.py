@@ -261,6 +261,11 @@ MetricName = Annotated[str, AfterValidator(_metric_known)]
 ProbeName = Annotated[str, AfterValidator(_probe_known)]
 
 
+#: An arm of Montero et al. (2022)'s decoder test: the part re-initialised and trained again
+#: while the other stays frozen (`raystudy.training.decoder_retrain`).
+DecoderTestArm = typing.Literal["decoder", "encoder"]
+
+
 class EvaluationConfig(StrictConfig):
     metrics: list[MetricName] = Field(default_factory=lambda: ["dci", "mig"])
     probes: list[ProbeName] = Field(default_factory=lambda: ["gbt", "mlp"])
@@ -281,6 +286,23 @@ class EvaluationConfig(StrictConfig):
         "size and lr), scored on the eval/* images as eval/recon_decoder_test[_heldout]; "
         "0: off",
     )
+    decoder_test_arms: list[DecoderTestArm] = Field(
+        default_factory=lambda: ["decoder"],
+        min_length=1,
+        description="the decoder test's arms, each decoder_test_steps long (Montero et al. "
+        "2022's finetune.py): decoder, the encoder frozen and the decoder re-initialised and "
+        "trained (eval/recon_decoder_test); encoder, the decoder frozen and the encoder "
+        "re-initialised and trained with the VAE loss (eval/recon_encoder_test; not for "
+        "gt_decoder, which has no encoder)",
+    )
+    decoder_test_rebalance: bool = Field(
+        False,
+        description="the decoder test draws its training images so that every value of the "
+        "shape factor is as frequent (the authors' rebalance_dataset); needs a shape factor",
+    )
+    decoder_test_lr: float | None = Field(
+        None, gt=0.0, description="Adam's learning rate in the decoder test; null: train.lr"
+    )
     seed: int = Field(
         0, ge=0, lt=SEED_LIMIT, description="the same ground-truth draws score every model"
     )
@@ -293,6 +315,8 @@ class EvaluationConfig(StrictConfig):
                 f"decoder_test_steps ({self.decoder_test_steps}) needs num_eval_images > 0: "
                 "the decoder test is scored on those images; set both, or decoder_test_steps 0"
             )
+        if len(set(self.decoder_test_arms)) < len(self.decoder_test_arms):
+            raise ValueError(f"decoder_test_arms {self.decoder_test_arms} names an arm twice")
         return self
 
 

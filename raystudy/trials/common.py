@@ -21,10 +21,8 @@ import torch
 from raystudy import artifacts
 from raystudy.data import GroundTruthDataset, Split
 from raystudy.data.split_registry import split_tag
-from raystudy.keys import DECODER_TEST, eval_key
 from raystudy.lineage import data_input, lineage
 from raystudy.models import VAE, Objective, build, model_cost
-from raystudy.scoring import eval_scores
 from raystudy.spec import TrialConfig
 from raystudy.tags import (
     ARTIFACT_ERROR_TAG,
@@ -42,7 +40,6 @@ from raystudy.tags import (
     VERSION_TAG,
 )
 from raystudy.tracking.writer import TrialRun
-from raystudy.training.decoder_retrain import retrain_decoder
 from raystudy.training.loop import TrainingDiverged
 from raystudy.trials.time_limit import TrialTimedOut, time_limit
 
@@ -194,41 +191,6 @@ def build_seeded(
         config.model, dataset.channels, dataset.resolution, dataset.factors.num_factors
     )
     return model.to(device), objective
-
-
-def decoder_test_scores(
-    model: VAE,
-    dataset: GroundTruthDataset,
-    split: Split,
-    config: TrialConfig,
-    device: torch.device,
-) -> dict[str, float]:
-    """Montero et al. (2022)'s decoder test of a trained model, when
-    `evaluation.decoder_test_steps` asks for it (else nothing): its decoder, re-initialised to
-    the weights it started training from, trained again on the frozen encoder's codes
-    (`training.decoder_retrain`), then scored on the eval/* images, as `eval/recon_decoder_test`
-    and, for a split with a held-out set, `eval/recon_decoder_test_heldout`."""
-    ev = config.evaluation
-    if not ev.decoder_test_steps or not ev.num_eval_images:
-        return {}
-    # The same start as the model's own training: only the frozen trained encoder differs.
-    fresh, _ = build_seeded(config, dataset, device)
-    tested, _ = retrain_decoder(
-        model,
-        dataset,
-        split,
-        config.train,
-        ev.decoder_test_steps,
-        seed=config.seed,
-        device=device,
-        decoder=fresh.decoder,
-    )
-    scores = eval_scores(tested, dataset, split, ev, device)
-    return {
-        eval_key(DECODER_TEST, heldout=h): scores[eval_key("recon", heldout=h)]
-        for h in (False, True)
-        if eval_key("recon", heldout=h) in scores
-    }
 
 
 def cost_params(

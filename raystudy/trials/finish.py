@@ -20,9 +20,9 @@ from raystudy.trials.common import (
     TrialContext,
     build_seeded,
     cost_params,
-    decoder_test_scores,
     log_artifacts,
 )
+from raystudy.trials.decoder_test import decoder_test_scores
 from raystudy.trials.logged_model import log_trained_model
 
 
