@@ -30,6 +30,7 @@ BENCHES = (
     "analysis",
     "laptop_settings",
     "real_domain",
+    "photo_domain_gap",
     "driver_scale",
     "store_writes",
 )

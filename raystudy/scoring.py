@@ -16,7 +16,7 @@ import torch
 
 from raystudy.data import GroundTruthDataset, Split
 from raystudy.data.composition import HELDOUT_ROLES, TRAIN_ROLES, sample_triples
-from raystudy.data.split_registry import split_from_config
+from raystudy.data.split_registry import split_from_config, split_params
 from raystudy.keys import TRANSFER, eval_key, metric_key, transfer_key
 from raystudy.metrics import (
     INTERVENTION_METRICS,
@@ -64,8 +64,15 @@ def nonfinite(codes: np.ndarray) -> str | None:
 
 def build_split(config: TrialConfig, dataset: GroundTruthDataset) -> Split:
     """The split a trial trains and is scored on: a built-in one by name (with options, if
-    given), or one written in the spec."""
-    return split_from_config(config.split, dataset, where="split")
+    given), or one written in the spec; a split whose sets depend on the seed (Dittadi's
+    `held_out: per_seed`) gets the trial's."""
+    return split_from_config(config.split, dataset, where="split", seed=config.seed)
+
+
+def split_run_params(config: TrialConfig) -> dict[str, str]:
+    """What the trial's split resolved from its options and the seed, as run params beside
+    the config's (Dittadi's held-out hues: `split.held_out_hues`)."""
+    return split_params(config.split, config.seed)
 
 
 @torch.no_grad()

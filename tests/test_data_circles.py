@@ -42,7 +42,7 @@ def test_factor_grids(circles, simple) -> None:
     assert circles.factors.names == ["pos_x", "pos_y"] and circles.factors.sizes == [32, 32]
     assert simple.factors.names == ["pos_x", "pos_y", "shape"]
     assert simple.factors.sizes == [32, 32, 2]
-    assert circles.domains == simple.domains == ("sim", "real")
+    assert circles.domains == simple.domains == ("sim", "real", "photo")
     for ds in (circles, simple):
         images = ds.render(grid(ds.factors.sizes))
         assert images.shape == (ds.factors.total, 1, RES, RES) and images.dtype == torch.float32

@@ -25,9 +25,9 @@ def test_datasets_lists_every_dataset_with_factors_sizes_and_domains() -> None:
     assert "shape 3, scale 6, orientation 40, pos_x 32, pos_y 32, hue 12" in out
     assert "upper_joint 30, middle_joint 30, lower_joint 30, cube_x 30, cube_y 30" in out
     assert "object_color 6, object_shape 6, object_size 2, camera_height 3" in out
-    assert "shapes3d  [procedural; domains: sim, real; 480,000 combinations]" in out
+    assert "shapes3d  [procedural; domains: sim, real, photo; 480,000 combinations]" in out
     assert "mpi3d_file  [file (option path=...); domains: sim, real;" in out
-    assert "mpi3d  [procedural; domains: sim, real; 1,036,800 combinations]" in out
+    assert "mpi3d  [procedural; domains: sim, real, photo; 1,036,800 combinations]" in out
 
 
 def test_show_writes_one_row_per_domain(tmp_path: Path) -> None:
@@ -36,9 +36,9 @@ def test_show_writes_one_row_per_domain(tmp_path: Path) -> None:
         app, ["datasets", "show", "shapes3d", "--out", str(out), "--n", "3", "--seed", "4"]
     )
     assert result.exit_code == 0, result.output
-    assert "row 1: sim, row 2: real" in result.output
+    assert "row 1: sim, row 2: real, row 3: photo" in result.output
     image = np.asarray(Image.open(out))
-    assert image.shape == (2 * 64 + 3 * GAP, 3 * 64 + 4 * GAP, 3)
+    assert image.shape == (3 * 64 + 4 * GAP, 3 * 64 + 4 * GAP, 3)
     # The tiles are the dataset's renders of the same samples in each domain.
     assert np.array_equal(image, preview_grid(get_dataset("shapes3d"), 3, 4))
     sim = image[GAP : GAP + 64, GAP : GAP + 64].astype(float)
@@ -52,7 +52,7 @@ def test_show_passes_dataset_options(tmp_path: Path) -> None:
         app, ["datasets", "show", "finger", "-o", str(out), "--n", "2", "-O", "resolution=128"]
     )
     assert result.exit_code == 0, result.output
-    assert Image.open(out).size == (2 * 128 + 3 * GAP, 2 * 128 + 3 * GAP)
+    assert Image.open(out).size == (2 * 128 + 3 * GAP, 3 * 128 + 4 * GAP)
 
 
 def test_show_errors_are_one_clear_line(tmp_path: Path) -> None:

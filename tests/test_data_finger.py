@@ -78,7 +78,7 @@ def test_factor_space(ds) -> None:
     ]
     assert ds.factors.sizes == [30, 30, 30, 30, 30, 10, 12]
     assert np.allclose(values(ds, HUE), np.arange(12) / 12)
-    assert ds.domains == ("sim", "real")
+    assert ds.domains == ("sim", "real", "photo")
 
 
 def test_output_contract(ds) -> None:

@@ -73,7 +73,7 @@ def test_factor_grid_is_the_official_one_and_mpi3d_files(ds) -> None:
     assert ds.factors.total == 1_036_800
     # Names, sizes, order and values exactly as the file-backed dataset's.
     assert ds.factors == FactorSpace(mpi3d_factors()) == MPI3DFile.official_factors()
-    assert ds.channels == 3 and ds.domains == ("sim", "real")
+    assert ds.channels == 3 and ds.domains == ("sim", "real", "photo")
 
 
 def test_output_contract_and_determinism(ds) -> None:

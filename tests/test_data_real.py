@@ -33,7 +33,7 @@ def batch(ds) -> np.ndarray:
 
 
 def test_every_procedural_dataset_renders_real(ds, batch) -> None:
-    assert ds.domains == ("sim", "real")
+    assert ds.domains == ("sim", "real", "photo")
     real = ds.render(batch, domain="real")
     assert real.shape == ds.render(batch).shape and real.dtype == torch.float32
     assert float(real.min()) >= 0.0 and float(real.max()) <= 1.0

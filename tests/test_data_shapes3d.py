@@ -63,7 +63,7 @@ def test_factor_space_is_the_official_grid(ds) -> None:
     assert np.allclose(ds.factors.factors[SCALE].values, np.linspace(0.75, 1.25, 8))
     assert ds.factors.factors[SHAPE].values == (0.0, 1.0, 2.0, 3.0)
     assert np.allclose(ds.factors.factors[ORIENT].values, np.linspace(-30, 30, 15))
-    assert ds.channels == 3 and ds.domains == ("sim", "real")
+    assert ds.channels == 3 and ds.domains == ("sim", "real", "photo")
 
 
 def test_output_contract_and_determinism(ds) -> None:

@@ -408,12 +408,12 @@ def test_a_single_combination_can_be_sampled(ds) -> None:
         ({"scenarios": {"s": {"train": {}}}}, r"^split\.scenarios\.s\.test: missing"),
         ({"encoders": {}}, r"^split: unknown field 'encoders'; .*did you mean 'encoder'"),
         (
-            {"scenarios": {"s": {"train": {}, "test": {}, "domain": "photo"}}},
-            r"^split\.scenarios\.s\.domain: .*'photo'.*allowed: sim, real",
+            {"scenarios": {"s": {"train": {}, "test": {}, "domain": "cartoon"}}},
+            r"^split\.scenarios\.s\.domain: .*'cartoon'.*allowed: sim, real, photo",
         ),
         (
-            {"scenarios": {"s": {"train": {}, "test": {}, "train_domain": "photo"}}},
-            r"^split\.scenarios\.s\.train_domain: .*'photo'.*allowed: sim, real",
+            {"scenarios": {"s": {"train": {}, "test": {}, "train_domain": "cartoon"}}},
+            r"^split\.scenarios\.s\.train_domain: .*'cartoon'.*allowed: sim, real, photo",
         ),
         (
             {"scenarios": {"s": {"train": {}, "test": {}, "r2_variance": "grids"}}},

@@ -13,20 +13,24 @@ from __future__ import annotations
 
 import pandas as pd
 
-from raystudy.analysis.columns import METRIC, SPLIT
+from raystudy.analysis.columns import METRIC, PARAM, SPLIT
+from raystudy.data.dittadi import HELD_OUT_HUES_PARAM
 from raystudy.keys import TRANSFER
 
 DATASET = "params.dataset.name"
 #: The cell of each trial, when a study has more than one.
 CELL = "cell"
 SEPARATOR = "@"
+#: `split.*` params that a split resolves per trial rather than defines: Dittadi's held-out
+#: hues, drawn per seed under `held_out: per_seed`, vary within one split and one cell.
+RESOLVED = frozenset({PARAM + HELD_OUT_HUES_PARAM})
 
 
 def _split_labels(frame: pd.DataFrame) -> pd.Series:
     """A built-in split's name; `custom`, `custom2`, ... for distinct splits written out in
     the spec (whose MLflow params are `split.*` keys, not one `split` value)."""
     named = frame[SPLIT] if SPLIT in frame.columns else pd.Series(None, frame.index, object)
-    keys = sorted(c for c in frame.columns if c.startswith(SPLIT + "."))
+    keys = sorted(c for c in frame.columns if c.startswith(SPLIT + ".") and c not in RESOLVED)
     custom = frame[keys].astype(str).agg("|".join, axis=1) if keys else None
     labels: dict[str, str] = {}
     out = []

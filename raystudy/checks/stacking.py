@@ -1,9 +1,11 @@
 """Whether a study's models can train as stacks (`execution.seeds_per_trial` > 1): each
-objective must be stackable, and the models of a stack may differ only in loss weights every
-objective of the grid has."""
+objective must be stackable, the models of a stack may differ only in loss weights every
+objective of the grid has, and their split must not draw its sets from the seed (a stack's
+models share one split)."""
 
 from __future__ import annotations
 
+from raystudy.data.split_registry import split_tag, split_uses_seed
 from raystudy.models.objectives import OBJECTIVES
 from raystudy.spec import SpecError, StudySpec
 
@@ -13,6 +15,19 @@ def check_stackable(spec: StudySpec, source: str) -> None:
     if spec.search.method == "optuna":
         raise SpecError(
             source, [(field, "optuna proposes one configuration per trial; use 1 with optuna")]
+        )
+    seeded = sorted({split_tag(t.split) for t in spec.trials() if split_uses_seed(t.split)})
+    if seeded:
+        raise SpecError(
+            source,
+            [
+                (
+                    field,
+                    f"split {', '.join(seeded)} draws its sets from each model's seed "
+                    "(held_out: per_seed), and the models of a stack share one split; use 1, "
+                    "or a split option that holds for every seed",
+                )
+            ],
         )
     names = {spec.model.objective, *(t.model.objective for t in spec.trials())}
     unstackable = sorted(n for n in names if not OBJECTIVES.get(n).stackable)

@@ -1,8 +1,9 @@
-"""Procedural datasets: a simulated renderer plus its seeded ``real`` domain.
+"""Procedural datasets: a simulated renderer plus its seeded ``real`` and ``photo`` domains.
 
 A subclass renders the ``sim`` image and the objects' coverage; this class turns that into the
-``real`` domain (:mod:`raystudy.data.real_domain`) through the same code path for every dataset,
-so a split's OOD2-B scenario works on any procedural dataset.
+``real`` domain (:mod:`raystudy.data.real_domain`) or the ``photo`` domain
+(:mod:`raystudy.data.photo_domain`) through the same code path for every dataset, so a split's
+OOD2-B scenario works on any procedural dataset, in either domain.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import numpy as np
 import torch
 
 from raystudy.data.base import GroundTruthDataset
+from raystudy.data.photo_domain import PhotoShift
 from raystudy.data.real_domain import RealShift
 from raystudy.data.registry import DatasetOptionError
 
@@ -48,9 +50,10 @@ def check_real_seed(real_seed: int) -> int:
 
 
 class ProceduralDataset(GroundTruthDataset):
-    """A dataset drawn from its factors, in the domains ``sim`` and ``real``."""
+    """A dataset drawn from its factors, in the domains ``sim``, ``real`` and ``photo`` (both
+    shifts seeded by ``real_seed``)."""
 
-    domains = ("sim", "real")
+    domains = ("sim", "real", "photo")
     real_seed: int = 0
 
     def render(self, indices: torch.Tensor | np.ndarray, domain: str = "sim") -> torch.Tensor:
@@ -63,7 +66,8 @@ class ProceduralDataset(GroundTruthDataset):
         if domain == "sim":
             return image
         background = foreground.mul_(-1.0).add_(1.0)  # the coverage is ours to reuse
-        return self.real_shift.apply(image, background, grid_position(idx, self.factors.sizes))
+        shift = self.photo_shift if domain == "photo" else self.real_shift
+        return shift.apply(image, background, grid_position(idx, self.factors.sizes))
 
     @property
     def real_shift(self) -> RealShift:
@@ -71,6 +75,14 @@ class ProceduralDataset(GroundTruthDataset):
         if shift is None:
             shift = RealShift(self.channels, self.resolution, self.real_seed)
             self._real_shift = shift
+        return shift
+
+    @property
+    def photo_shift(self) -> PhotoShift:
+        shift = getattr(self, "_photo_shift", None)
+        if shift is None:
+            shift = PhotoShift(self.channels, self.resolution, self.real_seed)
+            self._photo_shift = shift
         return shift
 
     def _device_tables(self, device: torch.device) -> Any:

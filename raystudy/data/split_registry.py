@@ -1,7 +1,9 @@
 """Named splits and splits written in a study YAML: the registry of built-in splits
 (`register_split`, `get_split`, with the options a split takes), `split_from_spec` for a
 split spelled out in the spec, `split_from_config` for any of the forms a spec's `split` takes,
-and `split_tag`, what a run's `split` tag says of each.
+and `split_tag`, what a run's `split` tag says of each. A split may let the trial's seed decide its
+sets (`register_split(..., seeded=)`: Dittadi's `held_out: per_seed`); `split_uses_seed` says
+whether a spec's split does, and `split_params` what a split resolved, as a run's params.
 
 The paper splits register themselves from their own modules (`builtin_splits`, `montero`,
 `schott`); the machinery they are built with is `raystudy.data.splits`.
@@ -23,6 +25,12 @@ SplitFactory = Callable[..., Split]
 SPLITS: Registry[SplitFactory] = Registry("split")
 _REQUIRED_FACTORS: dict[str, tuple[str, ...]] = {}
 _OPTIONS: dict[str, tuple[str, ...]] = {}
+#: A split's options -> whether the trial's seed decides its sets; such a factory takes `seed=`.
+SeedUse = Callable[[Mapping[str, Any]], bool]
+_SEEDED: dict[str, SeedUse] = {}
+#: A split's options and the trial's seed -> what the split resolved from them, as MLflow params.
+SplitParams = Callable[[Mapping[str, Any], int], dict[str, str]]
+_PARAMS: dict[str, SplitParams] = {}
 #: The fields of a built-in split with options, `{name: schott_composition, options: {...}}`.
 NAMED_FIELDS = ("name", "options")
 
@@ -46,23 +54,40 @@ def split_tag(split: str | Mapping[str, Any]) -> str:
 
 
 def register_split(
-    name: str, requires: tuple[str, ...] = (), options: tuple[str, ...] = ()
+    name: str,
+    requires: tuple[str, ...] = (),
+    options: tuple[str, ...] = (),
+    seeded: SeedUse | None = None,
+    params: SplitParams | None = None,
 ) -> Callable[[SplitFactory], SplitFactory]:
     """Decorator: make ``factory(dataset, **options) -> Split`` available as
     ``get_split(name, ds, options)``; ``requires`` names the factors the split needs, for a
-    clear error on other datasets, and ``options`` the keyword options it takes."""
+    clear error on other datasets, and ``options`` the keyword options it takes. With
+    ``seeded`` (options -> whether the seed decides the sets) the factory also takes the
+    trial's seed, ``seed=`` (None where there is no trial); ``params`` (options, seed -> str
+    values) says what the split resolved, for the trial's run to record."""
 
     def decorate(factory: SplitFactory) -> SplitFactory:
         SPLITS.register(name)(factory)
         _REQUIRED_FACTORS[name] = tuple(requires)
         _OPTIONS[name] = tuple(options)
+        if seeded is not None:
+            _SEEDED[name] = seeded
+        if params is not None:
+            _PARAMS[name] = params
         return factory
 
     return decorate
 
 
-def get_split(name: str, ds: GroundTruthDataset, options: Mapping[str, Any] | None = None) -> Split:
-    """The built-in split ``name`` over dataset ``ds``, with ``options`` if it takes any."""
+def get_split(
+    name: str,
+    ds: GroundTruthDataset,
+    options: Mapping[str, Any] | None = None,
+    seed: int | None = None,
+) -> Split:
+    """The built-in split ``name`` over dataset ``ds``, with ``options`` if it takes any;
+    ``seed``, the trial's, reaches only a split registered ``seeded``."""
     factory = SPLITS.get(name)
     allowed = _OPTIONS[name]
     for option in options or {}:
@@ -80,18 +105,51 @@ def get_split(name: str, ds: GroundTruthDataset, options: Mapping[str, Any] | No
                 f"(its factors: {', '.join(ds.factors.names)}); datasets with {factor!r}: "
                 f"{', '.join(having) or 'none registered'}"
             )
-    return factory(ds, **options) if options else factory(ds)
+    kwargs = dict(options or {})
+    if name in _SEEDED:
+        kwargs["seed"] = seed
+    return factory(ds, **kwargs)
+
+
+def _named(split: str | Mapping[str, Any]) -> tuple[str, Mapping[str, Any]] | None:
+    """A built-in split's name and options, or None for a split written with selectors."""
+    if isinstance(split, str):
+        return split, {}
+    name = split.get("name")
+    if "options" in split and isinstance(name, str):
+        options = split["options"] or {}
+        return name, options if isinstance(options, Mapping) else {}
+    return None
+
+
+def split_uses_seed(split: str | Mapping[str, Any]) -> bool:
+    """Whether the trial's seed decides the sets of a spec's ``split`` (a stack's models,
+    which share one split, cannot have that)."""
+    named = _named(split)
+    return named is not None and named[0] in _SEEDED and _SEEDED[named[0]](named[1])
+
+
+def split_params(split: str | Mapping[str, Any], seed: int) -> dict[str, str]:
+    """What a spec's ``split`` resolved for a trial with ``seed`` (e.g. Dittadi's held-out
+    hues), as MLflow params; empty for a split that resolves nothing."""
+    named = _named(split)
+    if named is None or named[0] not in _PARAMS:
+        return {}
+    return _PARAMS[named[0]](named[1], seed)
 
 
 def split_from_config(
-    split: str | Mapping[str, Any], ds: GroundTruthDataset, where: str = "split"
+    split: str | Mapping[str, Any],
+    ds: GroundTruthDataset,
+    where: str = "split",
+    seed: int | None = None,
 ) -> Split:
     """The split a spec's ``split`` field names, in any of its forms: a built-in split's name
     (``dittadi_hues``), a built-in split with options (``{name: schott_composition, options:
     {index_file: ...}}``; a mapping with ``options``), or a split written out with selectors
-    (:func:`split_from_spec`)."""
+    (:func:`split_from_spec`). ``seed``, the trial's, reaches a split registered ``seeded``."""
     if isinstance(split, str):
-        return get_split(split, ds)
+        return get_split(split, ds, seed=seed)
     if isinstance(split, Mapping) and "options" in split:
         _reject_unknown_fields(split, NAMED_FIELDS, where)
         name, options = split.get("name"), split["options"] or {}
@@ -102,7 +160,7 @@ def split_from_config(
             )
         if not isinstance(options, Mapping):
             raise SelectorError(f"{where}.options: expected a mapping, got {options!r}")
-        return get_split(name, ds, options)
+        return get_split(name, ds, options, seed=seed)
     return split_from_spec(split, ds, where)
 
 

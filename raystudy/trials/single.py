@@ -12,7 +12,7 @@ from typing import Any
 
 from raystudy.keys import EVALUATED, train_key
 from raystudy.models.params import trial_params
-from raystudy.scoring import build_split
+from raystudy.scoring import build_split, split_run_params
 from raystudy.spec import TrialConfig
 from raystudy.tags import RUN_FINISHED
 from raystudy.tracking.system_metrics import system_metrics
@@ -42,7 +42,7 @@ def run_trial(config: TrialConfig, ctx: TrialContext, reporter: Reporter) -> dic
         ctx.experiment_id,
         ctx.trial_id,
         ctx.trial_name,
-        params={**trial_params(config), **built.cost},
+        params={**trial_params(config), **split_run_params(config), **built.cost},
         tags=run_tags(config, ctx),
         parent_run_id=ctx.parent_run_id,
     )

@@ -21,7 +21,7 @@ import numpy as np
 
 from raystudy.keys import DIVERGED_KEY, EVALUATED, stack_key, train_key
 from raystudy.models.params import trial_params
-from raystudy.scoring import build_split
+from raystudy.scoring import build_split, split_run_params
 from raystudy.spec import TrialConfig
 from raystudy.tags import RUN_FAILED, RUN_FINISHED, STACK_TAG
 from raystudy.tracking.system_metrics import system_metrics
@@ -91,7 +91,12 @@ def run_seed_stack(
             ctx.experiment_id,
             f"{ctx.trial_id}/{key}",
             name,
-            params={**trial_params(c), **cost, "seeds_per_trial": len(configs)},
+            params={
+                **trial_params(c),
+                **split_run_params(c),
+                **cost,
+                "seeds_per_trial": len(configs),
+            },
             tags={**run_tags(c, ctx), STACK_TAG: ctx.trial_id},
             parent_run_id=ctx.parent_run_id,
         )

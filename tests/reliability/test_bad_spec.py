@@ -313,9 +313,9 @@ def test_too_many_trials_is_refused_without_expanding_the_grid(tmp_path: Path) -
             ["selects nothing", "pos_x"],
         ),
         (
-            custom_split(extra=", ood_factors: [hue], domain: photo"),
+            custom_split(extra=", ood_factors: [hue], domain: cartoon"),
             "split.scenarios.s.domain",
-            ["'photo'", "allowed: sim, real"],
+            ["'cartoon'", "allowed: sim, real, photo"],
         ),
         (
             custom_split(extra=", oodfactors: [hue]"),

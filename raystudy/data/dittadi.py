@@ -1,0 +1,121 @@
+"""Which 4 of the 12 hues the encoder of Dittadi et al. (ICLR 2021, "On the Transfer of
+Disentangled Representations in Realistic Settings") never sees: the held-out hues of the
+`dittadi_hues` split, as its option `held_out` chooses them, and the MLflow param that
+records them on a run.
+
+What the paper says: "The training set for the VAEs contains 8 randomly chosen color hues"
+(Table 1's caption) of 12 linearly spaced ones; OOD2-A tests on the other 4 (Sec. 5). It says
+nothing of drawing them per seed or per model, and the data the authors released holds one
+draw for every model: its simulated training set (`finger`) has a colour factor of 8 values,
+listed in RGB by the loader that ships with it, and the 4 others form a separate set
+(`finger_heldout_colors`). Those 8 are red, rose, magenta, violet, azure, cyan, spring green
+and green, i.e. hues 0, 330, 300, 270, 210, 180, 150 and 120 degrees: hues 0, 4, 5, 6, 7, 9,
+10 and 11 of raystudy's k/12 (0 = red). The 4 held out are therefore hues 1, 2, 3 and 8
+(orange, yellow, chartreuse, blue). OOD1-A's probes train on red, which the paper names.
+
+The choices of `held_out`:
+
+- ``fixed`` (the default): hues 1, 4, 7, 10, every third hue from 1. raystudy's original set;
+  a spec that writes ``split: dittadi_hues`` without options means it, as it always has.
+- ``paper``: hues 1, 2, 3, 8, the authors' one draw (above).
+- ``per_seed``: 4 hues drawn from the trial's seed, a different draw per seed, the same for
+  the same seed everywhere (see `per_seed_held_out`).
+- a list of 4 distinct hue indices in 0..11: that set.
+
+Whichever it is, the trial's run records the set as the param `HELD_OUT_HUES_PARAM`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from raystudy.data.split_registry import SplitOptionError
+
+NUM_HUES = 12
+#: How many hues the encoder never sees (Dittadi et al. 2021, Table 1 and Sec. 5: 8 of 12).
+NUM_HELD_OUT = 4
+#: raystudy's original held-out set, what `held_out: fixed` (and no option) means.
+FIXED_HELD_OUT = (1, 4, 7, 10)
+#: The authors' held-out set: the 12 hues less the 8 of their released training data.
+PAPER_HELD_OUT = (1, 2, 3, 8)
+FIXED, PAPER, PER_SEED = "fixed", "paper", "per_seed"
+HELD_OUT_MODES = (FIXED, PAPER, PER_SEED)
+#: The MLflow param of a trial on `dittadi_hues`: its held-out hues, e.g. "1,2,3,8". A
+#: consequence of the split's options and the seed, never a design axis of its own.
+HELD_OUT_HUES_PARAM = "split.held_out_hues"
+#: What the per-seed draw hashes besides the seed and the hue: it keeps this draw apart from
+#: every other use of the trial's seed (batches, weights, noise).
+_DRAW_SALT = "dittadi_hues/held_out"
+
+
+def per_seed_held_out(seed: int) -> tuple[int, ...]:
+    """The 4 hues a trial with `seed` holds out under ``held_out: per_seed``, ascending.
+
+    Each hue gets the key sha256("<salt>/<seed>/<hue>") and the 4 smallest keys are held out:
+    a uniform draw of 4 of the 12 hues for each seed, and one that no library's version can
+    change (a numpy generator's stream may), so a saved study's trials keep their sets.
+    """
+    keys = {
+        hue: hashlib.sha256(f"{_DRAW_SALT}/{int(seed)}/{hue}".encode()).digest()
+        for hue in range(NUM_HUES)
+    }
+    return tuple(sorted(sorted(keys, key=keys.__getitem__)[:NUM_HELD_OUT]))
+
+
+def check_held_out(held_out: Any) -> None:
+    """Raise `SplitOptionError` (option ``held_out``) unless `held_out` is one of the modes
+    or a list of `NUM_HELD_OUT` distinct hue indices in 0..11."""
+    if isinstance(held_out, str):
+        if held_out not in HELD_OUT_MODES:
+            raise SplitOptionError(
+                f"split 'dittadi_hues': held_out must be one of {', '.join(HELD_OUT_MODES)} "
+                f"or a list of {NUM_HELD_OUT} hues, got {held_out!r}",
+                "held_out",
+            )
+        return
+    hues = list(held_out) if isinstance(held_out, Sequence) else None
+    # bool is an int to Python, and True would silently read as hue 1.
+    if (
+        hues is None
+        or len(hues) != NUM_HELD_OUT
+        or any(isinstance(h, bool) or not isinstance(h, int) for h in hues)
+        or len(set(hues)) != NUM_HELD_OUT
+        or not all(0 <= h < NUM_HUES for h in hues)
+    ):
+        raise SplitOptionError(
+            f"split 'dittadi_hues': held_out as a list must hold {NUM_HELD_OUT} distinct hue "
+            f"indices in 0..{NUM_HUES - 1} (the paper holds out 4 of 12), got {held_out!r}",
+            "held_out",
+        )
+
+
+def held_out_hues(held_out: Any, seed: int | None) -> tuple[int, ...]:
+    """The held-out hues, ascending, that option `held_out` names for a trial with `seed`
+    (which only ``per_seed`` reads, and then requires)."""
+    check_held_out(held_out)
+    if held_out == FIXED:
+        return FIXED_HELD_OUT
+    if held_out == PAPER:
+        return PAPER_HELD_OUT
+    if held_out == PER_SEED:
+        if seed is None:
+            raise SplitOptionError(
+                "split 'dittadi_hues': held_out: per_seed draws the held-out hues from the "
+                "trial's seed, and none was given",
+                "held_out",
+            )
+        return per_seed_held_out(seed)
+    return tuple(sorted(held_out))
+
+
+def uses_seed(options: Mapping[str, Any]) -> bool:
+    """Whether the trial's seed decides the split's sets (``held_out: per_seed``)."""
+    return options.get("held_out", FIXED) == PER_SEED
+
+
+def run_params(options: Mapping[str, Any], seed: int) -> dict[str, str]:
+    """The MLflow params that record the held-out hues of a trial with `seed`."""
+    hues = held_out_hues(options.get("held_out", FIXED), seed)
+    return {HELD_OUT_HUES_PARAM: ",".join(str(h) for h in hues)}
