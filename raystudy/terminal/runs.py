@@ -5,13 +5,18 @@ and Tune's own output is printed as they write it, with no display and no log.""
 from __future__ import annotations
 
 import functools
+import sys
 from pathlib import Path
 
+from mlflow.exceptions import MlflowException
+
 from raystudy.spec import StudySpec
-from raystudy.study.driver import StudyOutcome, resume_study, run_study
+from raystudy.study.drift import resume_warnings
+from raystudy.study.driver import StudyOutcome, code_version, resume_study, run_study
 from raystudy.study.folder import StudyInfo, load_study_spec
 from raystudy.study.lock import refuse_if_driven
 from raystudy.terminal import log_path, watched
+from raystudy.tracking.retry import TrackingRejected, TrackingUnreachable
 
 
 def run_watched(
@@ -45,11 +50,12 @@ def resume_watched(
     resume = functools.partial(
         resume_study, study_dir, address=address, restart_errored=restart_errored
     )
-    if verbose:
-        return resume(), None
     info = StudyInfo.read(study_dir)
     # Said before the display starts and a log is opened in the folder of a study in use.
     refuse_if_driven(study_dir, "resume")
+    warn_of_drift(info, study_dir)
+    if verbose:
+        return resume(), None
     metric, _ = load_study_spec(study_dir).search.first_target()
     with watched(
         name or study_dir.name,
@@ -60,3 +66,14 @@ def resume_watched(
     ) as captured:
         outcome = resume()
     return outcome, captured.path
+
+
+def warn_of_drift(info: StudyInfo, study_dir: Path) -> None:
+    """Say on stderr what changed since the study ran (code version, data and split digests),
+    before anything is trained; a store that cannot be read now is left to `resume` to say."""
+    try:
+        lines = resume_warnings(info, load_study_spec(study_dir), code_version())
+    except (TrackingUnreachable, TrackingRejected, MlflowException, OSError):
+        return
+    for line in lines:
+        print(f"Warning: {line}", file=sys.stderr, flush=True)
