@@ -79,13 +79,11 @@ def test_a_second_driver_is_refused_naming_the_first(
         "--overwrite",
     )  # fmt: skip
     assert code != 0 and f"pid {pid} on host {host}" in out and "overwrite" in out, out
-    # refused before Ray or anything else: quick, and the study folder is as it was
+    # refused before Ray or anything else (the test process may hold another test's Ray, so
+    # it is told by the time): quick, and the study folder is as it was
     assert time.monotonic() - started < 30
     assert sorted(p.name for p in study.iterdir()) == before
     assert (study / STUDY_FILE).is_file()
-    import ray
-
-    assert not ray.is_initialized()
     assert first_driver.poll() is None  # the first driver was not disturbed
     code, out = invoke("status", study.name, "--output", str(study.parent))
     assert f"being driven by pid {pid} on host {host}" in out, out
