@@ -75,6 +75,7 @@ from raystudy.analysis.findings_shared import (
 )
 from raystudy.analysis.groups import REFERENCE, SUPERVISION
 from raystudy.analysis.r2_table import MONTERO2022_PREFIX
+from raystudy.data.montero import VARIANT_KINDS
 from raystudy.keys import transfer_key
 
 MONTERO2021 = "montero2021"
@@ -100,6 +101,11 @@ SPLIT_KINDS: dict[str, str] = {
     "montero_element": ELEMENT,
     "montero_range": RANGE,
     "montero_extrapolation": EXTRAPOLATION,
+    # every condition of the 2021 code (raystudy.data.montero.VARIANT_KINDS)
+    **{
+        f"montero2021_{name}": {"element": ELEMENT, "range": RANGE}.get(kind, EXTRAPOLATION)
+        for name, kind in VARIANT_KINDS.items()
+    },
     **{
         MONTERO2022_PREFIX + name: kind
         for kind, names in (
