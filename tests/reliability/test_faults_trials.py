@@ -9,6 +9,7 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import mlflow
@@ -24,7 +25,8 @@ from raystudy.analysis.columns import ERROR, RUN_NAME
 from raystudy.analysis.tune_results import load_tune_results
 from raystudy.checks import load_spec
 from raystudy.cli import app
-from raystudy.study.driver import run_study
+from raystudy.spec import StudySpec
+from raystudy.study.driver import StudyOutcome, run_study
 from raystudy.study.folder import StudyInfo
 from raystudy.study.status import study_status
 from raystudy.tags import CHECKPOINT_FALLBACK_TAG, DIVERGED_TAG, ERROR_TAG, TIMED_OUT_TAG
@@ -45,15 +47,12 @@ def cluster():
 STEPS, REPORT, CHECKPOINT = 80, 4, 8
 
 
-# heavy: the suite's 10-minute budget (docs/performance.md).
-@pytest.mark.heavy
-def test_killed_worker_resumes_from_its_checkpoint_into_the_same_run(
-    cluster, tmp_path: Path
-) -> None:
-    spec = load_spec(
-        SMOKE,
+def _one_trial(spec_file: Path, name: str) -> StudySpec:
+    """A one-trial study long enough to be hit mid-training, checkpointing every 8 steps."""
+    return load_spec(
+        spec_file,
         tiny(
-            "workerkill",
+            name,
             LIGHT,
             f"train.steps={STEPS}",
             f"train.report_every={REPORT}",
@@ -62,6 +61,28 @@ def test_killed_worker_resumes_from_its_checkpoint_into_the_same_run(
             "resources={cpu: 1, gpu: 0}",
         ),
     )
+
+
+def _run_with_fault(
+    spec: StudySpec, output: Path, fault: Callable[[], None], errors: list[BaseException]
+) -> StudyOutcome:
+    """Run the study while `fault` (which appends what it raises to `errors`) runs beside it
+    in a thread; re-raise the fault's own failure."""
+    injector = threading.Thread(target=fault, daemon=True)
+    injector.start()
+    outcome = run_study(spec, output=output, verbose=0)
+    injector.join(timeout=5)
+    if errors:
+        raise errors[0]
+    return outcome
+
+
+# heavy: the suite's 10-minute budget (docs/performance.md).
+@pytest.mark.heavy
+def test_killed_worker_resumes_from_its_checkpoint_into_the_same_run(
+    cluster, tmp_path: Path
+) -> None:
+    spec = _one_trial(SMOKE, "workerkill")
     trial_dir = tmp_path / "workerkill" / TUNE_DIR / "000"  # one point: nothing to name it by
     killed: dict[str, float] = {}
     errors: list[BaseException] = []
@@ -82,12 +103,7 @@ def test_killed_worker_resumes_from_its_checkpoint_into_the_same_run(
         except BaseException as exc:  # re-raised in the test's thread
             errors.append(exc)
 
-    killer = threading.Thread(target=kill_mid_training, daemon=True)
-    killer.start()
-    outcome = run_study(spec, output=tmp_path, verbose=0)
-    killer.join(timeout=5)
-    if errors:
-        raise errors[0]
+    outcome = _run_with_fault(spec, tmp_path, kill_mid_training, errors)
     assert killed, "the worker was never killed"
     assert outcome.ok, outcome.states
 
@@ -120,18 +136,7 @@ def test_killed_worker_resumes_from_its_checkpoint_into_the_same_run(
 def test_a_corrupt_newest_checkpoint_resumes_from_the_older_one_and_says_so(
     cluster, tmp_path: Path
 ) -> None:
-    spec = load_spec(
-        SMOKE,
-        tiny(
-            "corruptckpt",
-            LIGHT,
-            f"train.steps={STEPS}",
-            f"train.report_every={REPORT}",
-            f"train.checkpoint_every={CHECKPOINT}",
-            "grid={seed: [0]}",
-            "resources={cpu: 1, gpu: 0}",
-        ),
-    )
+    spec = _one_trial(SMOKE, "corruptckpt")
     trial_dir = tmp_path / "corruptckpt" / TUNE_DIR / "000"
     corrupted: dict[str, object] = {}
     errors: list[BaseException] = []
@@ -157,12 +162,7 @@ def test_a_corrupt_newest_checkpoint_resumes_from_the_older_one_and_says_so(
         except BaseException as exc:  # re-raised in the test's thread
             errors.append(exc)
 
-    killer = threading.Thread(target=corrupt_then_kill, daemon=True)
-    killer.start()
-    outcome = run_study(spec, output=tmp_path, verbose=0)
-    killer.join(timeout=5)
-    if errors:
-        raise errors[0]
+    outcome = _run_with_fault(spec, tmp_path, corrupt_then_kill, errors)
     assert corrupted, "no checkpoint was corrupted"
     assert outcome.ok, outcome.states
     [run] = trial_runs(outcome.info.tracking_uri, outcome.info.experiment_id)
