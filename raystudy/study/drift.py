@@ -22,14 +22,18 @@ from raystudy.spec.url_secrets import expand
 from raystudy.study.folder import StudyInfo
 from raystudy.tags import VERSION_TAG
 from raystudy.tracking.reader import trial_runs
+from raystudy.tracking.retry import check_reachable, refusing
 
 
 def resume_warnings(info: StudyInfo, spec: StudySpec, version_now: str) -> list[str]:
     """One line per difference between what the study's runs recorded and what a resume
     would run with now (empty when nothing differs or nothing was recorded)."""
-    client = MlflowClient(expand(info.tracking_uri))
+    # Checked first: MLflow's own client would retry a store that is down for minutes.
+    with refusing(info.tracking_uri):
+        check_reachable(info.tracking_uri)
+        client = MlflowClient(expand(info.tracking_uri))
+        ran_with = client.get_run(info.parent_run_id).data.tags.get(VERSION_TAG)
     said = []
-    ran_with = client.get_run(info.parent_run_id).data.tags.get(VERSION_TAG)
     if ran_with and ran_with != version_now:
         said.append(
             f"the study ran with raystudy {ran_with} and resumes with {version_now}: its "

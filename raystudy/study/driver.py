@@ -356,18 +356,19 @@ def _resume(
         tune_outcomes(tune_dir)
     except TuneStateError as exc:
         raise StudyError(str(exc).replace("STUDY", info.name)) from None
-    if not can_restore(tune_dir):
-        raise StudyError(
-            f"{tune_dir} holds no Tune state to resume (the study stopped before its first "
-            f"trial started); run it again with `raystudy run --overwrite`"
-        )
     try:
-        # Found by reading only, so that a store that is down is said before Ray starts.
+        # Found by reading only, so that a store that is down is said before Ray starts
+        # (and before a missing Tune state, whose remedy needs the store too).
         tracker = StudyTracker.attach(info.tracking_uri, info.experiment_id, info.parent_run_id)
     except TrackingUnreachable as exc:
         raise _resume_unreachable(exc, info) from exc
     except TrackingRejected as exc:
         raise StudyError(f"{exc} (recorded in {study_dir / STUDY_FILE})") from None
+    if not can_restore(tune_dir):
+        raise StudyError(
+            f"{tune_dir} holds no Tune state to resume (the study stopped before its first "
+            f"trial started); run it again with `raystudy run --overwrite`"
+        )
     _as_study_error(connect, address)
     resources = trial_resources(spec)
     try:
