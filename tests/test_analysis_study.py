@@ -40,6 +40,9 @@ CHROMIUM = shutil.which("chromium") or (
     "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None
 )
 
+# Every test here reads one study run through Tune (the fixture): the fault tier.
+pytestmark = pytest.mark.heavy
+
 
 def _add_unfinished_runs(info: StudyInfo) -> None:
     """What a crashed and a still-running trial leave in the store (metrics partial or none)."""

@@ -44,6 +44,7 @@ def finished_study(ray_local, tmp_path_factory: pytest.TempPathFactory):
     return spec, outcome, output
 
 
+@pytest.mark.heavy  # the study through Tune: the fault tier
 def test_every_trial_finishes_with_one_mlflow_run_holding_every_metric(finished_study) -> None:
     _, outcome, output = finished_study
     assert outcome.ok, outcome.states
@@ -74,6 +75,7 @@ def test_every_trial_finishes_with_one_mlflow_run_holding_every_metric(finished_
     assert (output / "tiny" / "tune").is_dir()
 
 
+@pytest.mark.heavy  # the study through Tune: the fault tier
 def test_rerun_refuses_to_overwrite_unless_asked(finished_study) -> None:
     spec, _, output = finished_study
     before = (output / "tiny" / "mlflow.db").stat().st_mtime_ns
@@ -82,6 +84,7 @@ def test_rerun_refuses_to_overwrite_unless_asked(finished_study) -> None:
     assert (output / "tiny" / "mlflow.db").stat().st_mtime_ns == before
 
 
+@pytest.mark.heavy  # the study through Tune: the fault tier
 def test_analyze_writes_parquet_and_prints_the_correlation_table(finished_study) -> None:
     _, _, output = finished_study
     result = CliRunner().invoke(app, ["analyze", "tiny", "--output", str(output)])

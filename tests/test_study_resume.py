@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import mlflow
+import pytest
 from tiny import LIGHT, SMOKE, tiny
 
 from raystudy.study.folder import StudyInfo
@@ -62,6 +63,7 @@ def assert_plain_output(printed: str, study_dir: Path, command: str) -> None:
     assert len(lines) <= 12, printed
 
 
+@pytest.mark.heavy  # a study interrupted and resumed through Tune: the fault tier
 def test_interrupted_study_resumes_without_retraining_or_duplicates(tmp_path: Path) -> None:
     overrides = tiny(
         "resumable",

@@ -87,6 +87,7 @@ def trial_runs(info: StudyInfo) -> list:
     return client.search_runs([info.experiment_id], TRIAL_RUNS)
 
 
+@pytest.mark.heavy  # an Optuna search through Tune: the fault tier
 def test_optuna_study_persists_trials_with_the_trials_metric(ray_local, tmp_path: Path) -> None:
     spec = load_spec(
         SMOKE,

@@ -52,6 +52,7 @@ def test_a_trial_run_opened_while_the_database_is_stopped_goes_offline_at_once(
     assert runs[0].data.metrics == {"train/loss": 2.0}
 
 
+@pytest.mark.heavy  # trials through Tune to a server over PostgreSQL: the fault tier
 def test_mlflow_server_over_postgres_as_the_cluster_head_runs_it(postgres, tmp_path: Path) -> None:
     """cluster.yaml's head: `mlflow server` over a host-less postgresql+psycopg2:///mlflow (the
     local socket, port 5432); here the socket folder and port are named (a server of its own)."""

@@ -89,6 +89,7 @@ def test_run_refuses_an_unset_variable_before_anything_starts(
     assert not out.exists() and not ray.is_initialized()
 
 
+@pytest.mark.heavy  # a study through Tune on a real PostgreSQL: the fault tier
 def test_a_study_on_a_password_protected_database_writes_the_password_nowhere(
     postgres, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

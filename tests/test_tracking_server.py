@@ -22,6 +22,7 @@ def server(tmp_path_factory: pytest.TempPathFactory):
     served.stop()
 
 
+@pytest.mark.heavy  # a study through Tune to a real server: the fault tier
 def test_study_logs_every_trial_to_the_server(ray_local, server, tmp_path: Path) -> None:
     url, root = server
     spec = load_spec(SMOKE, tiny("served", LIGHT, f"tracking.uri={url}", "grid={seed: [0, 1]}"))

@@ -99,11 +99,12 @@ def _store(kind: str, request: pytest.FixtureRequest, database: str) -> Store:
 
 @pytest.mark.parametrize(
     "kind",
-    # postgres: heavy for CI's time only (27-39 s; the suite is near its 600 s). The 379 s once
-    # seen after the server case in one process did not come back: both cases in one process
-    # took 55 s + 39 s with faulthandler armed, nothing hung (2026-11-27 23:48, load 2-4).
-    ["server", pytest.param("postgres", marks=pytest.mark.heavy)],
+    # Both in the fault tier (a whole study each: 97 s for the server on an idle 2-core box).
+    # The 379 s once seen after the server case in one process did not come back: both cases
+    # in one process took 55 s + 39 s with faulthandler armed, nothing hung (2026-11-27).
+    ["server", "postgres"],
 )
+@pytest.mark.heavy
 def test_store_lost_mid_study_then_restarted_loses_no_finished_trial(
     kind: str, cluster, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
@@ -214,7 +215,9 @@ STORES = ["sqlite", "file", "server", "postgres"]
 
 @pytest.mark.parametrize(
     ("store", "writers", "steps"),
-    [(store, 8, 10) for store in STORES]
+    [(store, 8, 10) for store in ("sqlite", "file")]
+    # The stores that start a server process: in the fault tier for the quick suite's time.
+    + [pytest.param(store, 8, 10, marks=pytest.mark.heavy) for store in ("server", "postgres")]
     # 32 writers stalled a one-worker `mlflow server` on sqlite here (no new point for
     # minutes, 2,931 of 19,200 stored after 10 min, load average ~5): 16 on the server.
     + [

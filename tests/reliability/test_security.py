@@ -112,6 +112,7 @@ def _study(tmp_path: Path, name: str) -> StudyInfo:
 # --- servers --------------------------------------------------------------------------------
 
 
+@pytest.mark.heavy  # a study through Tune, then a real `mlflow ui`: the fault tier
 def test_raystudy_ui_serves_the_study_on_loopback_only(tmp_path: Path) -> None:
     info = _study(tmp_path, "s")
     with socket.socket() as s:
