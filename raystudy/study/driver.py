@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from typing import Any, TypeVar
 import yaml
 
 import raystudy
+from raystudy.disk_full import free_space, is_disk_full
 from raystudy.keys import STUDY_FINISHED, STUDY_STOPPED, STUDY_WALL_S
 from raystudy.lineage import PACKAGE_DIR, git_commit
 from raystudy.resources import ResourceError
@@ -53,10 +55,12 @@ from raystudy.tune.adapter import (
     new_tuner,
     optuna_storage_url,
     optuna_study_exists,
+    stop_on_full_disk,
     time_budget,
 )
 from raystudy.tune.cluster import TuneSetupError, connect
 from raystudy.tune.probe import cluster_request
+from raystudy.tune.progress import FullDiskWatch
 from raystudy.tune.restore import can_restore, restored_tuner
 from raystudy.tune.state import (
     FINISHED,
@@ -66,6 +70,7 @@ from raystudy.tune.state import (
     fit_outcomes,
     tune_outcomes,
 )
+from raystudy.tune.state_backup import BACKUP_DIR, restore_damaged
 
 T = TypeVar("T")
 
@@ -182,12 +187,19 @@ def _fit(
 ) -> StudyOutcome:
     """Run the Tuner within the study's time budget, then complete the study's record; a run
     that does not return marks the parent run KILLED."""
+    watch: FullDiskWatch | None = None
     try:
-        with time_budget(spec.execution.time_budget_s):
+        with time_budget(spec.execution.time_budget_s), stop_on_full_disk() as watch:
             states, stopped = fit_outcomes(tuner.fit())
-    except BaseException:
+    except BaseException as exc:
+        # On a full disk Tune can fail in its own bookkeeping too (an error file it could
+        # not write, read back empty): the full disk is what the user has to know.
+        if (watch is not None and watch.failure is not None) or is_disk_full(exc):
+            raise _disk_full(tracker, info, watch) from exc
         _mark_killed(tracker)
         raise
+    if watch.failure is not None:
+        raise _disk_full(tracker, info, watch)
     if spec.search.method == "optuna" and StudyOutcome(info, states, 0.0).ok:
         # Every trial has ended: a trial still RUNNING in Optuna's storage lost its Tune trial
         # with a killed driver.
@@ -195,6 +207,21 @@ def _fit(
             close_orphan_optuna_trials, optuna_storage_url(spec, info.study_dir), spec.name
         )
     return _finish(tracker, info, states, started, stopped)
+
+
+def _disk_full(tracker: StudyTracker, info: StudyInfo, watch: FullDiskWatch | None) -> StudyError:
+    """The error of a study stopped by a full disk. Its parent run is marked KILLED where the
+    store can still write; if not, `resume` reopens it as it is."""
+    with contextlib.suppress(Exception):
+        tracker.finish(RUN_KILLED)
+    failure = watch.failure if watch is not None else None
+    where = f" (trial {failure.name}: {failure.error})" if failure is not None else ""
+    return StudyError(
+        f"a disk the study writes to is full (its folder {info.study_dir} has "
+        f"{free_space(info.study_dir)} free){where}, so the study stopped. What was recorded "
+        f"before is kept (finished trials, in MLflow and in Tune's storage); make space, then "
+        f"`raystudy resume {info.name}` runs the rest"
+    )
 
 
 def _tracking_error(exc: TrackingUnreachable | TrackingRejected) -> StudyError:
@@ -351,6 +378,7 @@ def _resume(
 ) -> StudyOutcome:
     spec = load_study_spec(study_dir, check_data=True)
     tune_dir = study_dir / TUNE_DIR
+    restore_tune_state(study_dir)
     try:
         # Read before Ray starts: a damaged state is said naming its file, not by Tune.
         tune_outcomes(tune_dir)
@@ -382,6 +410,22 @@ def _resume(
         _mark_killed(tracker)
         raise
     return _fit(tracker, info, tuner, spec, started)
+
+
+def restore_tune_state(study_dir: Path) -> None:
+    """Put back the last whole copy of each of Tune's state files that is damaged (a full
+    disk cuts them short: `raystudy.tune.state_backup`), saying so on stderr."""
+    tune_dir = study_dir / TUNE_DIR
+    changed = restore_damaged(tune_dir)
+    if changed:
+        print(
+            f"Warning: Tune's saved state in {tune_dir} was damaged (cut short by a full "
+            f"disk?); put back the last whole copy kept in {tune_dir / BACKUP_DIR} "
+            f"({', '.join(changed)}). Trials that finished after it are found finished in "
+            "MLflow, not trained again",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def _resume_unreachable(exc: TrackingUnreachable, info: StudyInfo) -> StudyError:

@@ -5,6 +5,10 @@ Redirected at the file-descriptor level (so C extensions and the Ray processes s
 meanwhile write there too) and at `sys.stdout`/`sys.stderr` (Python writers that hold their
 own stream objects). The terminal stream is taken first, from a copy of the original
 descriptor, so the display keeps writing to the terminal while the rest goes to the log.
+
+A log on a disk that fills up stops there (`CapturedOutput.cut_short` says so) instead of
+failing the study in whatever printed next: Tune prints from its own loop, and an error raised
+there would end the study without saving what its trials finished.
 """
 
 from __future__ import annotations
@@ -16,7 +20,9 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
+
+from raystudy.disk_full import FULL_ERRNOS
 
 
 def terminal_stream() -> TextIO:
@@ -31,6 +37,37 @@ def terminal_stream() -> TextIO:
     return open(os.dup(fd), "w", buffering=1, encoding=encoding, errors="replace")
 
 
+class _Log:
+    """The log file as `sys.stdout`/`sys.stderr`: writes that find the disk full are dropped,
+    and so is everything after them (descriptors 1 and 2 then point at the null device)."""
+
+    def __init__(self, file: TextIO, on_full: Any) -> None:
+        self._file = file
+        self._on_full = on_full
+        self.full = False
+
+    def write(self, text: str) -> int:
+        if not self.full:
+            self._guarded(lambda: self._file.write(text))
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.full:
+            self._guarded(self._file.flush)
+
+    def _guarded(self, call: Any) -> None:
+        try:
+            call()
+        except OSError as exc:
+            if exc.errno not in FULL_ERRNOS:
+                raise
+            self.full = True
+            self._on_full()
+
+    def __getattr__(self, name: str) -> Any:  # fileno, encoding, isatty, ... of the file
+        return getattr(self._file, name)
+
+
 class CapturedOutput:
     """The log the process's output goes to while captured; `move_to` relocates it (the
     study folder exists only once the study has passed its checks)."""
@@ -38,6 +75,8 @@ class CapturedOutput:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._file: TextIO | None = None
+        #: Why the log stops before the run's end (its disk filled), or None.
+        self.cut_short: str | None = None
 
     def start(self) -> None:
         sys.stdout.flush()
@@ -50,10 +89,23 @@ class CapturedOutput:
         log = open(path, mode, buffering=1, encoding="utf-8", errors="replace")  # noqa: SIM115
         os.dup2(log.fileno(), 1)
         os.dup2(log.fileno(), 2)
-        sys.stdout = sys.stderr = log
+        sys.stdout = sys.stderr = _Log(log, self._disk_full)  # type: ignore[assignment]
         if self._file is not None:
-            self._file.close()
+            self._close_file()
         self._file, self.path = log, path
+
+    def _disk_full(self) -> None:
+        self.cut_short = f"the disk holding {self.path} is full; the log stops there"
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.dup2(null, 2)
+        os.close(null)
+
+    def _close_file(self) -> None:
+        assert self._file is not None
+        # What the file still buffers cannot be written when its disk is full.
+        with contextlib.suppress(OSError):
+            self._file.close()
 
     def move_to(self, path: Path) -> None:
         """Continue the log at `path`, with what it holds so far. Copied, not renamed: the
@@ -76,7 +128,7 @@ class CapturedOutput:
         for fd in self._saved:
             os.close(fd)
         sys.stdout, sys.stderr = self._streams
-        self._file.close()
+        self._close_file()
         self._file = None
 
 

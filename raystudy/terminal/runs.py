@@ -12,7 +12,13 @@ from mlflow.exceptions import MlflowException
 
 from raystudy.spec import StudySpec
 from raystudy.study.drift import resume_warnings
-from raystudy.study.driver import StudyOutcome, code_version, resume_study, run_study
+from raystudy.study.driver import (
+    StudyOutcome,
+    code_version,
+    restore_tune_state,
+    resume_study,
+    run_study,
+)
 from raystudy.study.folder import StudyInfo, load_study_spec
 from raystudy.study.lock import refuse_if_driven
 from raystudy.terminal import log_path, watched
@@ -53,6 +59,7 @@ def resume_watched(
     info = StudyInfo.read(study_dir)
     # Said before the display starts and a log is opened in the folder of a study in use.
     refuse_if_driven(study_dir, "resume")
+    restore_tune_state(study_dir)
     warn_of_drift(info, study_dir)
     if verbose:
         return resume(), None

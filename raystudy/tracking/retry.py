@@ -18,6 +18,7 @@ from typing import Any
 
 from mlflow.exceptions import MlflowException
 
+from raystudy.disk_full import is_disk_full
 from raystudy.spec.url_secrets import UnsetVariableError, expand, hidden
 
 
@@ -141,7 +142,9 @@ def is_busy(exc: BaseException) -> bool:
     UNAVAILABLE when other writers hold the database lock past sqlite's busy timeout (the
     transaction is rolled back), and `mlflow server` answers BAD_REQUEST when its database
     connection pool stays exhausted for 30 s (before the request touched the database)."""
-    if not isinstance(exc, MlflowException):
+    if not isinstance(exc, MlflowException) or is_disk_full(exc):
+        # MLflow says TEMPORARILY_UNAVAILABLE for any sqlite OperationalError, SQLITE_FULL
+        # ("database or disk is full") too: waiting does not free the disk.
         return False
     return exc.error_code == "TEMPORARILY_UNAVAILABLE" or "QueuePool limit" in str(exc)
 

@@ -21,6 +21,7 @@ import torch
 from raystudy import artifacts
 from raystudy.data import GroundTruthDataset, Split
 from raystudy.data.split_registry import split_tag
+from raystudy.disk_full import is_disk_full
 from raystudy.lineage import data_input, lineage
 from raystudy.models import VAE, Objective, build, model_cost
 from raystudy.spec import TrialConfig
@@ -234,10 +235,12 @@ def closing_runs_on_exit(still_open: Callable[[], Iterable[TrialRun]]) -> Iterat
         yield
     except BaseException as exc:
         stopped = isinstance(exc, SystemExit | KeyboardInterrupt)
-        for run in still_open():
-            if not stopped:
-                run.set_tags(error_tags(exc))
-            run.finish(RUN_KILLED if stopped else RUN_FAILED)
+        # A full disk may refuse these writes too; the error to report is the first.
+        with contextlib.suppress(Exception) if is_disk_full(exc) else contextlib.nullcontext():
+            for run in still_open():
+                if not stopped:
+                    run.set_tags(error_tags(exc))
+                run.finish(RUN_KILLED if stopped else RUN_FAILED)
         raise
 
 
@@ -304,6 +307,8 @@ def log_artifacts(
             try:
                 drawn = draw()
             except Exception as exc:  # recorded on the run: see the docstring
+                if is_disk_full(exc):  # the trial cannot be recorded whole: it fails
+                    raise
                 errors.append(f"{name}: {type(exc).__name__}: {exc}")
                 continue
             for path in [drawn] if isinstance(drawn, Path) else drawn or []:

@@ -15,6 +15,7 @@ import torch
 
 from raystudy.data import GroundTruthDataset, Split
 from raystudy.data.split_registry import split_tag
+from raystudy.disk_full import is_disk_full
 from raystudy.models import VAE
 from raystudy.models.encoder import NoRepresentationEncoder, representation_encoder
 from raystudy.models.params import model_params, trial_params
@@ -72,6 +73,8 @@ def log_trained_model(
         run.set_tags({MODEL_ERROR_TAG: str(exc)})
         return None
     except Exception as exc:  # recorded on the run: see the module docstring
+        if is_disk_full(exc):  # a trial whose model could not be kept is not finished
+            raise
         run.set_tags({MODEL_ERROR_TAG: f"{type(exc).__name__}: {exc}"[:5000]})
         return None
     if uri is not None:

@@ -15,7 +15,7 @@ import functools
 import signal
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +37,9 @@ from raystudy.tune.points import (
     trial_labels,
     write_labels,
 )
-from raystudy.tune.progress import ProgressCallback
+from raystudy.tune.progress import FullDiskWatch, ProgressCallback, watching_for_full_disk
 from raystudy.tune.state import TUNE_DIR
+from raystudy.tune.state_backup import StateBackupCallback
 
 
 class TuneReporter:
@@ -293,7 +294,7 @@ def run_config(spec: StudySpec, study_dir: Path, verbose: int = 1) -> Any:
         failure_config=tune.FailureConfig(max_failures=spec.execution.max_failures),
         checkpoint_config=tune.CheckpointConfig(num_to_keep=2),
         verbose=verbose,
-        callbacks=[progress_callback(spec)],
+        callbacks=[progress_callback(spec), StateBackupCallback(str(study_dir / TUNE_DIR))],
     )
 
 
@@ -302,17 +303,19 @@ def progress_callback(spec: StudySpec) -> ProgressCallback:
     return ProgressCallback(*spec.search.first_target())
 
 
-def with_progress(tuner: Any, spec: StudySpec) -> Any:
-    """A restored Tuner with the progress callback: a study started before raystudy had one
-    saved its RunConfig without it. Tune has no public way to change a restored RunConfig;
+def with_progress(tuner: Any, spec: StudySpec, tune_dir: Path) -> Any:
+    """A restored Tuner with the progress callback, and the state backup of its folder as it
+    is now (a moved study saved the old one): a study started before raystudy had them saved
+    its RunConfig without them. Tune has no public way to change a restored RunConfig;
     through Ray Client (`ray://`) the Tuner lives on the cluster and is left as it is."""
     local = getattr(tuner, "_local_tuner", None)
     if local is None:
         return tuner
     config = local.get_run_config()
-    callbacks = list(config.callbacks or [])
+    callbacks = [c for c in config.callbacks or [] if not isinstance(c, StateBackupCallback)]
     if not any(isinstance(c, ProgressCallback) for c in callbacks):
-        config.callbacks = [*callbacks, progress_callback(spec)]
+        callbacks.append(progress_callback(spec))
+    config.callbacks = [*callbacks, StateBackupCallback(str(tune_dir))]
     return tuner
 
 
@@ -364,17 +367,49 @@ def time_budget(seconds: float | None) -> Iterator[None]:
     over = threading.Event()
 
     def stop() -> None:
-        if over.wait(seconds):
-            return
-        while not over.is_set():
-            if signal.getsignal(_TUNE_STOP_SIGNAL) not in (signal.SIG_DFL, signal.SIG_IGN, None):
-                signal.raise_signal(_TUNE_STOP_SIGNAL)
-            over.wait(2.0)
+        if not over.wait(seconds):
+            _signal_until(over)
 
-    timer = threading.Thread(target=stop, name="raystudy-time-budget", daemon=True)
-    timer.start()
+    with _running(stop, "raystudy-time-budget", over):
+        yield
+
+
+@contextlib.contextmanager
+def stop_on_full_disk() -> Iterator[FullDiskWatch]:
+    """End the Tune run inside as Ctrl-C does once a trial fails for a full disk: every trial
+    after it would fail too. The returned watch names that trial (its `failure`); Tune saves
+    what it can, and `resume` continues once there is space."""
+    with watching_for_full_disk() as watch:
+        if not budget_by_signal():  # the trials fail one by one; the driver still says why
+            yield watch
+            return
+        over = threading.Event()
+
+        def stop() -> None:
+            while not over.is_set():
+                if watch.seen.wait(0.5):
+                    _signal_until(over)
+                    return
+
+        with _running(stop, "raystudy-full-disk", over):
+            yield watch
+
+
+def _signal_until(over: threading.Event) -> None:
+    """Send Tune's stop signal once its handler is in place, and again every few seconds
+    until `over` (a handler left by an earlier run in the process would swallow the first)."""
+    while not over.is_set():
+        if signal.getsignal(_TUNE_STOP_SIGNAL) not in (signal.SIG_DFL, signal.SIG_IGN, None):
+            signal.raise_signal(_TUNE_STOP_SIGNAL)
+        over.wait(2.0)
+
+
+@contextlib.contextmanager
+def _running(target: Callable[[], None], name: str, over: threading.Event) -> Iterator[None]:
+    thread = threading.Thread(target=target, name=name, daemon=True)
+    thread.start()
     try:
         yield
     finally:
         over.set()
-        timer.join()
+        thread.join()

@@ -10,7 +10,9 @@ drags a terminal into Tune's pickles.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -20,6 +22,7 @@ from typing import Any, Protocol
 
 from ray import tune
 
+from raystudy.disk_full import says_disk_full
 from raystudy.tune.state import ERROR, trial_outcome
 
 #: Counting every trial's outcome is O(trials); Tune's loop steps many times a second.
@@ -65,6 +68,35 @@ def progress_sink(sink: ProgressSink | None) -> Iterator[None]:
         yield
     finally:
         _SINK = previous
+
+
+class FullDiskWatch:
+    """The first trial that failed for a full disk while `watching_for_full_disk` runs, told
+    by the callback whether or not a display listens: the driver stops the study on it."""
+
+    def __init__(self) -> None:
+        self.seen = threading.Event()
+        self.failure: TrialFailure | None = None
+
+    def tell(self, failure: TrialFailure) -> None:
+        if self.failure is None:
+            self.failure = failure
+        self.seen.set()
+
+
+_FULL_DISK: FullDiskWatch | None = None
+
+
+@contextlib.contextmanager
+def watching_for_full_disk() -> Iterator[FullDiskWatch]:
+    """While the block runs, trial failures that say the disk is full are told to the
+    returned watch."""
+    global _FULL_DISK
+    previous, _FULL_DISK = _FULL_DISK, FullDiskWatch()
+    try:
+        yield _FULL_DISK
+    finally:
+        _FULL_DISK = previous
 
 
 def error_line(path: str | None) -> str:
@@ -133,6 +165,28 @@ class ProgressCallback(tune.Callback):
             _SINK.update(self.snapshot(trials))
 
     def _tell(self, trial: Any, *, final: bool) -> None:
+        if _SINK is None and _FULL_DISK is None:
+            return
+        log = trial.error_file
+        failure = TrialFailure(str(trial), error_line(log), log, final)
+        if _FULL_DISK is not None and says_disk_full(_error_text(log)):
+            failure = dataclasses.replace(failure, error=_full_disk_line(log))
+            _FULL_DISK.tell(failure)
         if _SINK is not None:
-            log = trial.error_file
-            _SINK.failure(TrialFailure(str(trial), error_line(log), log, final))
+            _SINK.failure(failure)
+
+
+def _error_text(path: str | None) -> str:
+    if not path:
+        return ""
+    try:
+        return Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def _full_disk_line(path: str | None) -> str:
+    """The line of a trial's error file that says the disk is full (the last line of a
+    database error is only where to read about it)."""
+    lines = [line.strip() for line in _error_text(path).splitlines()]
+    return next((line for line in reversed(lines) if says_disk_full(line)), error_line(path))

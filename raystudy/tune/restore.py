@@ -37,4 +37,4 @@ def restored_tuner(
         resume_errored=not restart_errored,
         restart_errored=restart_errored,
     )
-    return with_progress(tuner, spec)
+    return with_progress(tuner, spec, tune_dir)

@@ -102,12 +102,21 @@ class TuneStateError(RuntimeError):
     works (the MLflow store holds every finished trial)."""
 
 
+#: Where the driver keeps the last whole copy of Tune's state files (`state_backup`).
+BACKUP_DIR = ".last-good"
+
+
 def _damaged(path: Path, what: str, why: str) -> TuneStateError:
+    kept = path.parent / BACKUP_DIR / path.name
+    remedy = (
+        f"`raystudy resume STUDY` puts back the last whole copy, kept in {kept}"
+        if kept.is_file()
+        else "restore it from a backup, or start the study again with `raystudy run --overwrite`"
+    )
     return TuneStateError(
         f"{path}: {what} cannot be read ({why}); the file is damaged (a full disk, a copy cut "
         "short, an edit). Finished trials are in the MLflow store: `raystudy analyze STUDY` "
-        "reads them from there; `resume` and `analyze --from-tune` need this file: restore it "
-        "from a backup, or start the study again with `raystudy run --overwrite`"
+        f"reads them from there; `resume` and `analyze --from-tune` need this file: {remedy}"
     )
 
 
@@ -259,6 +268,14 @@ def _error_line(path: Path) -> str | None:
     return lines[-1][:5000] if lines else "error (empty error.txt)"
 
 
+def _whole_json(path: Path) -> bool:
+    try:
+        json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return False
+    return True
+
+
 def read_tune_trials(tune_dir: Path, skip: Container[str] = ()) -> list[TuneTrial]:
     """Every trial folder under `tune_dir` that has a `params.json` and is not named in
     `skip`, sorted by name."""
@@ -279,6 +296,8 @@ def read_tune_trials(tune_dir: Path, skip: Container[str] = ()) -> list[TuneTria
                     except json.JSONDecodeError:
                         continue
         trial_id = next((str(r["trial_id"]) for r in rows if "trial_id" in r), "")
+        if not rows and not _whole_json(params):
+            continue  # cut short before the trial reported anything: it holds nothing to read
         config = _json(params, "the trial's config (Tune's params.json)")
         error = _error_line(folder / "error.txt")
         trials.append(TuneTrial(folder.name, trial_id, config, rows, error, statuses.get(trial_id)))

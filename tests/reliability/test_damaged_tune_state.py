@@ -15,7 +15,8 @@ from tiny import LIGHT, SMOKE, tiny
 
 from raystudy.checks import load_spec
 from raystudy.study.driver import run_study
-from raystudy.tune.state import TUNE_DIR
+from raystudy.tune.state import BACKUP_DIR, TUNE_DIR
+from raystudy.tune.state_backup import reads_whole
 
 pytestmark = pytest.mark.heavy  # the fault tier: one small study, then the commands on it
 
@@ -64,6 +65,7 @@ def damaged(finished: Path) -> Path:
 def test_a_damaged_experiment_state_is_named_and_analyze_reads_mlflow(damaged: Path) -> None:
     [state] = (damaged / TUNE_DIR).glob("experiment_state-*.json")
     _cut_short(state)
+    shutil.rmtree(damaged / TUNE_DIR / BACKUP_DIR)  # a study with no whole copy kept
     out = str(damaged.parent)
     status = cli("status", "damaged", "-o", out)
     said = " ".join((status.stdout + status.stderr).split())
@@ -76,6 +78,24 @@ def test_a_damaged_experiment_state_is_named_and_analyze_reads_mlflow(damaged: P
     analyzed = cli("analyze", "damaged", "-o", out)
     assert analyzed.returncode == 0, analyzed.stdout + analyzed.stderr
     assert "Runs: 2 finished" in analyzed.stdout
+
+
+def test_resume_puts_back_the_last_whole_copy_of_a_damaged_state(damaged: Path) -> None:
+    tune_dir = damaged / TUNE_DIR
+    [state] = tune_dir.glob("experiment_state-*.json")
+    kept = tune_dir / BACKUP_DIR / state.name
+    assert reads_whole(kept)  # kept while the study ran (perhaps a save before the last)
+    _cut_short(state)
+    out = str(damaged.parent)
+    status = cli("status", "damaged", "-o", out)
+    said = " ".join((status.stdout + status.stderr).split())
+    assert status.returncode == 2 and "`raystudy resume damaged` puts back" in said, said
+    resumed = cli("resume", "damaged", "-o", out)
+    said = " ".join((resumed.stdout + resumed.stderr).split())
+    assert resumed.returncode == 0, said
+    assert f"Warning: Tune's saved state in {tune_dir} was damaged" in said, said
+    assert state.name in said and "2 finished" in said, said
+    assert reads_whole(state)
 
 
 def test_a_damaged_params_json_is_named_by_from_tune(damaged: Path) -> None:
