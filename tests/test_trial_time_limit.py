@@ -49,6 +49,17 @@ def test_a_trial_past_its_limit_fails_with_the_timeout_on_its_run(tmp_path: Path
     assert run.data.metrics["train/loss"] > 0  # it trained until the limit
 
 
+def test_a_timeout_that_a_library_wrapped_is_still_the_timeout() -> None:
+    # As MLflow's store does when the timeout lands inside its database session.
+    with pytest.raises(TrialTimedOut, match=r"\(0.3 s\)") as caught, time_limit(0.3, print):
+        try:
+            while True:
+                sum(range(100))
+        except Exception as exc:
+            raise RuntimeError("the store wrapped it") from exc
+    assert isinstance(caught.value.__cause__, RuntimeError)
+
+
 def test_no_limit_and_a_block_that_ends_in_time_raise_nothing() -> None:
     with time_limit(None, lambda e: pytest.fail("no limit")):
         time.sleep(0.05)

@@ -56,11 +56,13 @@ def time_limit(
         return
     target = threading.get_ident()
     left = threading.Event()
+    fired = threading.Event()
 
     def watch() -> None:
         if left.wait(limit_s):
             return
         error = TrialTimedOut(limit_s)
+        fired.set()
         # The trial's thread raises it at its next bytecode (PyThreadState_SetAsyncExc).
         ctypes.pythonapi.PyThreadState_SetAsyncExc(
             ctypes.c_ulong(target), ctypes.py_object(TrialTimedOut)
@@ -82,6 +84,12 @@ def time_limit(
     watcher.start()
     try:
         yield
+    except Exception as exc:
+        if fired.is_set() and not isinstance(exc, TrialTimedOut):
+            # It landed inside a library that wrapped it (MLflow's store turns any error in
+            # its database session into an MlflowException): the trial still timed out.
+            raise TrialTimedOut(limit_s) from exc
+        raise
     finally:
         left.set()
         _LIMITS.pop(target, None)

@@ -241,7 +241,7 @@ def test_trial_writers_at_once_lose_no_point(
         monkeypatch.setenv(key, value)  # for this process; the writers are handed them
     uri = _store_uri(store, request, tmp_path)
     # The driver creates the experiment (and a fresh sqlite schema) before any trial runs.
-    experiment_id = mlflow.MlflowClient(uri).create_experiment(f"writers-{store}")
+    experiment_id = mlflow.MlflowClient(uri).create_experiment(f"writers-{store}-{writers}x{steps}")
     # Each writer a process of its own, forked from a server that imported MLflow once.
     forks = multiprocessing.get_context("forkserver")
     forks.set_forkserver_preload(["raystudy.tracking.writer"])  # (and MLflow)
