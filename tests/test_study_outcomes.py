@@ -63,7 +63,7 @@ def test_states_count_stopped_trials_apart_and_name_them() -> None:
 
 
 def info_of(study_dir: Path, num_trials: int) -> StudyInfo:
-    return StudyInfo("s", study_dir, "sqlite:///unused.db", "0", "r", num_trials)
+    return StudyInfo("s", study_dir, f"sqlite:///{study_dir / 'unused.db'}", "0", "r", num_trials)
 
 
 def outcome(states: dict[str, int], num_trials: int, tmp_path: Path) -> StudyOutcome:

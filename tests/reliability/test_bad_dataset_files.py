@@ -335,7 +335,7 @@ def test_resume_checks_the_files_again_but_reading_results_needs_none(tmp_path: 
     (study_dir / "spec.yaml").write_text(
         f"name: s\nsplit: iid\ndataset: {{name: dsprites_file, options: {{path: {gone}}}}}\n"
     )
-    StudyInfo("s", study_dir, "sqlite:///unused.db", "0", "run", 1).write()
+    StudyInfo("s", study_dir, f"sqlite:///{tmp_path / 'unused.db'}", "0", "run", 1).write()
     # Reading a finished study's results (analyze, status) needs no dataset file...
     assert load_study_spec(study_dir).dataset.options["path"] == str(gone)
     # ...resuming runs trials, which do: refused before Ray, naming the file and the field.
