@@ -159,6 +159,15 @@ def plan(
         bool,
         typer.Option(help="Time each group of trials here at small sizes and extrapolate."),
     ] = True,
+    output: Annotated[
+        Path,
+        typer.Option(
+            "--output",
+            "-o",
+            help="Folder that holds the studies: where the study has run before, its "
+            "finished runs' measured phase timings cost the kinds of trial they ran.",
+        ),
+    ] = Path("studies"),
     steps: Annotated[
         int, typer.Option(min=1, help="Training steps timed per batch size (after a warm-up).")
     ] = 3,
@@ -182,11 +191,32 @@ def plan(
 ) -> None:
     """Trial count, resource plan and estimated cost of a study, before running it."""
     given = dict(locals())  # the options, named as plan_study names its parameters
+    del given["output"]
     from raystudy.plan.study_plan import plan_study
     from raystudy.spec import OptionError, SpecError
 
+    def measured(name: str) -> tuple[list[Any], str]:
+        from raystudy.study.folder import STUDY_FILE, StudyError
+        from raystudy.study.status import measured_runs
+        from raystudy.tracking.retry import TrackingRejected, TrackingUnreachable
+
+        folder = output / name
+        if not (folder / STUDY_FILE).is_file():
+            return [], ""
+        try:
+            return measured_runs(folder)
+        except (StudyError, TrackingUnreachable, TrackingRejected) as exc:
+            typer.echo(
+                f"raystudy: the runs of {folder} cannot be read ({exc}); the plan is "
+                "calibrated alone",
+                err=True,
+            )
+            return [], ""
+
     try:
-        text = plan_study(**given, progress=lambda line: typer.echo(line, err=True))
+        text = plan_study(
+            **given, progress=lambda line: typer.echo(line, err=True), measured=measured
+        )
     except (OptionError, SpecError) as exc:
         _fail(str(exc))
     typer.echo(text)

@@ -14,7 +14,9 @@ and Tune-state readers parse them (`raystudy.analysis.columns`, `raystudy.tune.s
 - ``stack/<s>/<key>``: model s's own value in a stacked trial's Tune report;
 - ``system/<name>``: MLflow's system metrics of the machine a trial ran on (CPU, memory, GPU),
   in MLflow only, never in Tune's reports or the results' namespaces;
-- ``study/<name>``: what the study driver logs on the study's parent run when the study ends.
+- ``study/<name>``: what the study driver logs on the study's parent run when the study ends;
+- ``time/<phase>/wall_s`` and ``time/<phase>/cpu_s``: where a trial's time went
+  (`raystudy.phases`), logged once with its final scores, in MLflow only.
 
 A key is typed nowhere else: `tests/test_contracts.py` fails on a string that starts with one
 of these namespaces outside this module.
@@ -31,6 +33,8 @@ EVAL = "eval/"
 DIS = "dis/"
 DOWN = "down/"
 TRANSFER = "transfer/"
+#: Wall and CPU seconds of a trial's phases (`raystudy.phases`): MLflow only.
+TIME = "time/"
 #: The namespaces of the scores a trial reports once, after training.
 FINAL_PREFIXES = (EVAL, DIS, DOWN, TRANSFER)
 #: Suffix of an `eval/` score measured on combinations the model never trained on.
@@ -63,7 +67,7 @@ STUDY_FINISHED = STUDY + "trials_finished"
 STUDY_STOPPED = STUDY + "trials_stopped"
 STUDY_WALL_S = STUDY + "wall_s"
 #: Every namespace a key of this contract starts with.
-NAMESPACES = (TRAIN, EVAL, DIS, DOWN, TRANSFER, SYSTEM, STACK_KEYS, STUDY)
+NAMESPACES = (TRAIN, EVAL, DIS, DOWN, TRANSFER, SYSTEM, STACK_KEYS, STUDY, TIME)
 
 
 def train_key(term: str) -> str:
@@ -90,6 +94,11 @@ def transfer_key(scenario: str, probe: str, score: str, factor: str | None = Non
 def system_key(name: str) -> str:
     """MLflow's name for a system metric: `cpu_utilization_percentage` -> `system/...`."""
     return SYSTEM + name
+
+
+def time_key(phase: str, measure: str) -> str:
+    """Phase `train`'s wall seconds: `time/train/wall_s` (`raystudy.phases`)."""
+    return f"{TIME}{phase}/{measure}"
 
 
 def stack_key(s: int, key: str) -> str:

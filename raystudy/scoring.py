@@ -30,6 +30,7 @@ from raystudy.metrics.composition import composition_nll, triple_batch
 from raystudy.metrics.probes import probe_applies
 from raystudy.metrics.unsupervised import decoder_scores, unsupervised
 from raystudy.models import OBJECTIVES, VAE
+from raystudy.phases import phase
 from raystudy.spec import EvaluationConfig, TrialConfig
 
 #: A representation: images [B, C, H, W] in [0, 1] -> codes [B, D].
@@ -211,7 +212,8 @@ def score_model(
     """
     ev = config.evaluation
     # Each part is skipped when configured away (a dry study, a study of one metric).
-    results = Scores(eval_scores(model, dataset, split, ev, device))
+    with phase("eval"):
+        results = Scores(eval_scores(model, dataset, split, ev, device))
 
     # For gt_decoder, the factors themselves are the code every metric scores.
     def truth(idx: np.ndarray) -> np.ndarray:
@@ -259,9 +261,10 @@ def score_representation(
     results = Scores()
 
     def codes(idx: np.ndarray, domain: str = "sim") -> np.ndarray:
-        if codes_of is not None:
-            return np.asarray(codes_of(idx), dtype=np.float64)
-        return encode_codes(represent, dataset, idx, device, domain)
+        with phase("encode"):
+            if codes_of is not None:
+                return np.asarray(codes_of(idx), dtype=np.float64)
+            return encode_codes(represent, dataset, idx, device, domain)
 
     n_train = ev.num_train
     fixed = [m for m in ev.metrics if m not in INTERVENTION_METRICS]
@@ -276,14 +279,15 @@ def score_representation(
     for name in fixed:
         say(f"metric {name}")
         fn = get_metric(name)
-        scores = fn(
-            fixed_codes[:n_train],
-            points[:n_train],
-            fixed_codes[n_train:],
-            points[n_train:],
-            seed=seed,
-            n_jobs=n_jobs,
-        )
+        with phase(f"metric/{name}"):
+            scores = fn(
+                fixed_codes[:n_train],
+                points[:n_train],
+                fixed_codes[n_train:],
+                points[n_train:],
+                seed=seed,
+                n_jobs=n_jobs,
+            )
         # Downstream accuracy is reported as down/*, the disentanglement scores as dis/*.
         results.update({metric_key(fn.namespace, k): v for k, v in scores.items()})
 
@@ -293,23 +297,25 @@ def score_representation(
         # model was trained on, as for the fixed-sample metrics. One pool serves every
         # intervention metric (each would draw this same one), and for gt_decoder it holds
         # the factors themselves, the representation every other metric scores.
-        pool = draw_pool(
-            dataset,
-            represent,
-            sampler=FeasibleSampler(dataset, accept=lambda idx: split.mask("encoder", idx)),
-            seed=seed,
-            device=device,
-            codes_of=codes_of,
-        )
+        with phase("encode"):
+            pool = draw_pool(
+                dataset,
+                represent,
+                sampler=FeasibleSampler(dataset, accept=lambda idx: split.mask("encoder", idx)),
+                seed=seed,
+                device=device,
+                codes_of=codes_of,
+            )
         wrong = nonfinite(pool.codes)
         if wrong is not None:
             results.invalid[", ".join(metric_key("dis", m) for m in intervention)] = wrong
             intervention = []
         for name in intervention:
             say(f"metric {name}")
-            scores = evaluate_intervention(
-                name, dataset, represent, seed=seed, pool=pool, n_jobs=n_jobs
-            )
+            with phase(f"metric/{name}"):
+                scores = evaluate_intervention(
+                    name, dataset, represent, seed=seed, pool=pool, n_jobs=n_jobs
+                )
             results.update({metric_key("dis", k): v for k, v in scores.items()})
 
     names, sizes = dataset.factors.names, dataset.factors.sizes
@@ -330,19 +336,20 @@ def score_representation(
             results.invalid[f"{TRANSFER}{scenario_name}/*"] = wrong
             continue
         for probe in probes:
-            scores = transfer(
-                z_train,
-                train_idx,
-                z_test,
-                test_idx,
-                sizes,
-                names,
-                ood_factors=scenario.ood_factors,
-                r2_variance=scenario.r2_variance,
-                probe=probe,
-                seed=seed,
-                n_jobs=n_jobs,
-            )
+            with phase(f"probe/{probe}"):
+                scores = transfer(
+                    z_train,
+                    train_idx,
+                    z_test,
+                    test_idx,
+                    sizes,
+                    names,
+                    ood_factors=scenario.ood_factors,
+                    r2_variance=scenario.r2_variance,
+                    probe=probe,
+                    seed=seed,
+                    n_jobs=n_jobs,
+                )
             results.update({transfer_key(scenario_name, probe, k): v for k, v in scores.items()})
     return results
 

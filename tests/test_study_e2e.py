@@ -105,6 +105,8 @@ def test_analyze_writes_parquet_and_prints_the_correlation_table(finished_study)
         "logging",
     ], result.stderr
     assert "analyze [" not in result.stdout
+    # Where the trials' time went, summed over both runs (`raystudy.phases`).
+    assert "Where the time went (2 runs timed):" in result.output
     frame = load_results(output / "tiny")
     assert set(frame["status"]) == {"FINISHED"}
 
@@ -135,3 +137,21 @@ def test_trial_resources_fit_the_cluster(ray_local, capsys: pytest.CaptureFixtur
     too_big = load_spec(ROOT / "search_spaces" / "smoke.yaml", ["resources.cpu=64"])
     with pytest.raises(StudyError, match=r"resources.cpu=64 .*no node.*nodes: 2 CPU/0 GPU"):
         trial_resources(too_big)
+
+
+@pytest.mark.heavy  # the study through Tune: the fault tier
+def test_status_and_plan_read_the_runs_phase_timings(finished_study) -> None:
+    _, _, output = finished_study
+    status = CliRunner().invoke(app, ["status", "tiny", "--output", str(output)])
+    assert status.exit_code == 0, status.output
+    assert "Where the time went (2 runs timed):" in status.output
+    rows = {
+        line.split()[0] for line in status.output.split("Where the time went")[1].splitlines()[1:]
+    }
+    assert {"train", "metric/dci", "probe/gbt", "mlflow", "total"} <= rows
+    # Each trial is its own kind (one objective each): both measured, so nothing is timed.
+    args = ["plan", str(ROOT / "search_spaces" / "smoke.yaml"), "--output", str(output)]
+    plan = CliRunner().invoke(app, [*args, *(a for o in TINY for a in ("--set", o))])
+    assert plan.exit_code == 0, plan.output
+    assert plan.output.count("measured:") == 2 and "calibrated in" not in plan.output
+    assert "from the study's measured runs (every kind; 2 finished run(s) in" in plan.output

@@ -16,6 +16,7 @@ from raystudy.analysis.pipeline import (
     REPORT_FILE,
     StudyAnalysis,
 )
+from raystudy.phases import phase_lines
 
 
 def format_summary(result: StudyAnalysis) -> str:
@@ -34,6 +35,7 @@ def format_summary(result: StudyAnalysis) -> str:
         lines.append(f"  scores left out (NaN codes): {row.trial}: {row.invalid[:160]}")
     for row in a.nonfinite.itertuples():
         lines.append(f"  left out as +-inf: {row.score} in {row.runs} run(s) ({row.trials[:120]})")
+    lines += phase_lines(a.frame)
     drawn = [f.name for f in a.figures if f.figure is not None]
     lines.append(f"Wrote {len(result.files)} files ({len(drawn)} figures) to {result.folder}")
     for f in a.figures:

@@ -12,16 +12,20 @@ from __future__ import annotations
 
 import itertools
 import math
+import statistics
 import time
 from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import torch
 
 from raystudy.data import get_dataset
 from raystudy.models import OBJECTIVES
 from raystudy.models.factory import build
+from raystudy.models.params import trial_params
+from raystudy.phases import TOTAL, TRAINING_PHASES, WALL, phase_table
 from raystudy.plan.cache import CalibrationCache, cache_key, fitting_from, training_from
 from raystudy.plan.calibrate import (
     FitTiming,
@@ -42,6 +46,20 @@ from raystudy.plan.extrapolate import Line, TrialCost, trial_cost
 from raystudy.plan.groups import EvaluationGroup, TrainingGroup, kind_label
 from raystudy.scoring import build_split
 from raystudy.spec import StudySpec, TrialConfig
+
+#: A finished run of the study as `plan` reads it: its MLflow params (as logged, strings)
+#: and its `time/*` metrics (`raystudy.phases`).
+MeasuredRun = tuple[Mapping[str, str], Mapping[str, float]]
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What one kind of trial took in the study's own finished runs: their mean
+    `time/total/wall_s` and of it the training (`train`, `render` and `report`)."""
+
+    runs: int
+    seconds: float
+    training: float
 
 
 @dataclass
@@ -69,10 +87,27 @@ class Plan:
     cached: dict[str, str] = field(default_factory=dict)
     budget_s: float = 0.0
     calibration_seconds: float = 0.0
+    #: Kinds the study's finished runs measured (their phase timings), and where they were.
+    measured: dict[str, Measured] = field(default_factory=dict)
+    measured_from: str | None = None
 
     @property
     def trial_seconds(self) -> dict[str, float]:
         return {kind: cost.seconds for kind, cost in self.costs.items()}
+
+    @property
+    def measured_trial_hours(self) -> float | None:
+        """Trial-hours with each kind's measured seconds where the study's runs measured it
+        and the calibrated cost elsewhere; None when a kind has neither."""
+        seconds = 0.0
+        for kind, n in self.kinds.items():
+            if kind in self.measured:
+                seconds += self.measured[kind].seconds * n
+            elif kind in self.costs:
+                seconds += self.costs[kind].seconds * n
+            else:
+                return None
+        return seconds / 3600
 
     @property
     def total_trial_hours(self) -> float:
@@ -101,6 +136,8 @@ def make_plan(
     progress: Progress | None = None,
     cache: CalibrationCache | None = None,
     recalibrate: bool = False,
+    measured: Sequence[MeasuredRun] = (),
+    measured_from: str | None = None,
 ) -> Plan:
     """The study's plan on a cluster; with `calibration_steps`, its cost too, from up to
     `max_groups` training groups and as many evaluation groups, timed within `budget_s`
@@ -109,7 +146,9 @@ def make_plan(
     timed whatever the budget, at the least sizes. `fit_points`: the largest sample the
     metrics and probes are timed at. `progress` hears each measurement. `cache`: timings of
     earlier plans on this machine (`raystudy.plan.cache`), read unless `recalibrate`, and
-    written with every new timing."""
+    written with every new timing. `measured`: the study's own finished runs (from
+    `measured_from`), whose phase timings cost the kinds they ran; when they cover every kind
+    nothing is calibrated."""
     # Caught here too for callers other than the CLI: 0 steps would time nothing.
     if calibration_steps is not None and calibration_steps < 1:
         raise ValueError(f"calibration_steps must be at least 1, got {calibration_steps}")
@@ -139,8 +178,51 @@ def make_plan(
         plan, trials, calibration_steps, max_groups, budget_s, fit_points, progress
     )
     calibration.cache, calibration.recalibrate = cache, recalibrate
-    calibration.run()
+    plan.measured = measured_kinds(trials, calibration.trial_kinds, measured)
+    plan.measured_from = measured_from if plan.measured else None
+    if set(plan.measured) < set(plan.kinds):
+        calibration.run()
     return plan
+
+
+def _param_key(params: Mapping[str, Any], names: Iterable[str]) -> frozenset[tuple[str, str]]:
+    return frozenset((k, str(params.get(k))) for k in names)
+
+
+def measured_kinds(
+    trials: list[TrialConfig],
+    kinds: list[str],
+    runs: Sequence[MeasuredRun],
+) -> dict[str, Measured]:
+    """The mean phase timings of `runs` by the kind (`kinds`, one per trial) of the trial
+    each ran: a run is the trial whose every param (`trial_params`) it logged with the same
+    value. Runs without
+    `time/total/wall_s` (from before timings were logged) or of no trial here are left out."""
+    if not runs:
+        return {}
+    by_key: dict[frozenset[tuple[str, str]], str] = {}
+    names: set[tuple[str, ...]] = set()
+    for trial, kind in zip(trials, kinds, strict=True):
+        params = trial_params(trial)
+        names.add(tuple(sorted(params)))
+        by_key[_param_key(params, params)] = kind
+    found: dict[str, list[tuple[float, float]]] = {}
+    for params, metrics in runs:
+        table = phase_table(metrics)
+        if TOTAL not in table or WALL not in table[TOTAL]:
+            continue
+        keys = (_param_key(params, n) for n in names)
+        kind = next((by_key[k] for k in keys if k in by_key), None)
+        if kind is None:
+            continue
+        training = sum(table.get(p, {}).get(WALL, 0.0) for p in TRAINING_PHASES)
+        found.setdefault(kind, []).append((table[TOTAL][WALL], training))
+    return {
+        kind: Measured(
+            len(rows), statistics.fmean(r[0] for r in rows), statistics.fmean(r[1] for r in rows)
+        )
+        for kind, rows in found.items()
+    }
 
 
 class _Calibration:
@@ -161,6 +243,8 @@ class _Calibration:
         self.budget_s, self.fit_points = budget_s, fit_points
         self.say: Progress = progress or (lambda _line: None)
         self.examples: dict[str, tuple[TrialConfig, TrainingGroup, EvaluationGroup]] = {}
+        #: Each trial's kind, in the order of `trials`.
+        self.trial_kinds: list[str] = []
         num_factors: dict[str, int] = {}
         for trial in trials:
             name = trial.dataset.name
@@ -169,6 +253,7 @@ class _Calibration:
             tg = TrainingGroup.of(trial)
             eg = EvaluationGroup.of(trial, num_factors[name])
             kind = kind_label(tg, eg, trial.train.steps)
+            self.trial_kinds.append(kind)
             plan.kinds[kind] += 1
             self.examples.setdefault(kind, (trial, tg, eg))
         self.device = calibration_device(plan.gpus_asked)

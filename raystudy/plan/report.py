@@ -70,6 +70,13 @@ def format_plan(plan: Plan, name: str) -> str:
                 else ""
             )
             lines.append(f"    {count:5d} x {kind}{text}")
+            seen = plan.measured.get(kind)
+            if seen is not None:
+                lines.append(
+                    f"            measured: {seen.seconds:,.0f} s per trial (training "
+                    f"{seen.training:,.0f} s, the rest {seen.seconds - seen.training:,.0f} s) "
+                    f"in {seen.runs} finished run(s) of the study"
+                )
         if len(ranked) > SHOWN_KINDS:
             rest = ranked[SHOWN_KINDS:]
             lines.append(f"    {sum(n for _, n in rest):5d} trials of {len(rest)} more kinds")
@@ -104,5 +111,19 @@ def format_plan(plan: Plan, name: str) -> str:
         lines.append(
             f"  estimate: {hours:.1f} trial-hours = {hours * share:.1f} {resource}-hours; "
             f"~{plan.wall_hours:.1f} h wall with {plan.concurrent} at once"
+        )
+    measured = plan.measured_trial_hours if plan.measured else None
+    if measured is not None:
+        resource = "GPU" if plan.gpu else "CPU"
+        share = plan.gpu if plan.gpu else plan.cpu
+        which = (
+            "every kind"
+            if set(plan.measured) >= set(plan.kinds)
+            else f"{len(plan.measured)} of {len(plan.kinds)} kinds, the rest calibrated"
+        )
+        lines.append(
+            f"  from the study's measured runs ({which}; {plan.measured_from}): "
+            f"{measured:.1f} trial-hours = {measured * share:.1f} {resource}-hours; "
+            f"~{measured / max(1, plan.concurrent):.1f} h wall with {plan.concurrent} at once"
         )
     return "\n".join(lines)

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from raystudy.checks import load_spec
 from raystudy.plan.cache import CalibrationCache, default_path
 from raystudy.plan.calibrate import Progress, calibration_budget
-from raystudy.plan.estimate import make_plan
+from raystudy.plan.estimate import MeasuredRun, make_plan
 from raystudy.plan.report import format_plan
 from raystudy.spec import OptionError
 
@@ -28,11 +28,14 @@ def plan_study(
     budget: float = 60.0,
     recalibrate: bool = False,
     progress: Progress | None = None,
+    measured: Callable[[str], tuple[list[MeasuredRun], str]] | None = None,
 ) -> str:
     """The plan of the study in `spec` (with `--set` `overrides`) on a cluster of `cpus`
     (default: this machine's) and `gpus`, timed `steps` training steps per batch size when
     `calibrate`, the whole within `budget` seconds of this process's start. OptionError for
-    a cluster that cannot be, SpecError for a spec that does not validate."""
+    a cluster that cannot be, SpecError for a spec that does not validate. `measured`: the
+    finished runs of a study of that name and where they were read (none when it has not
+    run), whose phase timings cost the kinds they ran (`make_plan`)."""
     # A cluster needs at least some CPU (min=0 would let 0 through), and a finite count.
     if cpus is not None and not (cpus > 0 and math.isfinite(cpus)):
         raise OptionError(
@@ -41,6 +44,7 @@ def plan_study(
     if not math.isfinite(gpus):
         raise OptionError(f"--gpus: must be a finite number of GPUs (0 or more), got {gpus:g}")
     study_spec = load_spec(spec, overrides or ())
+    runs, where = measured(study_spec.name) if measured is not None else ([], None)
     result = make_plan(
         study_spec,
         cpus if cpus is not None else float(os.cpu_count() or 1),
@@ -50,5 +54,7 @@ def plan_study(
         progress=progress,
         cache=CalibrationCache(default_path()),
         recalibrate=recalibrate,
+        measured=runs,
+        measured_from=where,
     )
     return format_plan(result, study_spec.name)

@@ -6,10 +6,14 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+import pandas as pd
+
+from raystudy.keys import TIME
+from raystudy.phases import phase_lines
 from raystudy.study.folder import StudyError, StudyInfo, check_store
 from raystudy.study.lock import holder
 from raystudy.study.report import PROBLEM, WARNING, Line, Report
-from raystudy.tags import RUN_NAME_TAG, column
+from raystudy.tags import RUN_FINISHED, RUN_NAME_TAG, column
 from raystudy.tracking.reader import trial_runs_table
 from raystudy.tracking.retry import TrackingRejected, TrackingUnreachable
 from raystudy.tune.state import (
@@ -37,17 +41,46 @@ def study_status(study_dir: Path) -> dict[str, int]:
     return dict(counts)
 
 
-def run_statuses(study_dir: Path) -> dict[str, int]:
-    """The study's MLflow runs (trial and external) by status, most first. StudyError when its
+def study_runs(study_dir: Path) -> pd.DataFrame:
+    """The study's MLflow runs (trial and external; `trial_runs_table`). StudyError when its
     sqlite store is missing; TrackingUnreachable or TrackingRejected when the store cannot be
     read (a server down, a ${VAR} in its URI unset here)."""
     info = StudyInfo.read(study_dir)
     check_store(info)
     runs = trial_runs_table(info.tracking_uri, info.experiment_id)
     if runs.empty:
-        return {}
-    runs = runs.sort_values(column(RUN_NAME_TAG), kind="stable")  # as `analyze` reads them
-    return runs["status"].value_counts().to_dict()
+        return runs
+    return runs.sort_values(column(RUN_NAME_TAG), kind="stable")  # as `analyze` reads them
+
+
+def measured_runs(study_dir: Path) -> tuple[list[tuple[dict[str, str], dict[str, float]]], str]:
+    """The study's finished trial runs as `plan` reads them (their params and `time/*`
+    metrics, `raystudy.phases`), and where they were read. StudyError, TrackingUnreachable
+    or TrackingRejected as `study_runs`."""
+    runs = study_runs(study_dir)
+    if runs.empty:
+        return [], str(study_dir)
+    finished = runs[runs["status"] == RUN_FINISHED]
+    params = [c for c in finished.columns if c.startswith("params.")]
+    timed = [c for c in finished.columns if c.startswith(f"metrics.{TIME}")]
+    out = []
+    for row in finished[params + timed].to_dict("records"):
+        out.append(
+            (
+                {k.removeprefix("params."): str(v) for k, v in row.items() if k in params},
+                {
+                    k.removeprefix("metrics."): float(v)
+                    for k, v in row.items()
+                    if k in timed and pd.notna(v)
+                },
+            )
+        )
+    return out, f"{len(out)} finished run(s) in {study_dir}"
+
+
+def run_statuses(runs: pd.DataFrame) -> dict[str, int]:
+    """The runs by status, most first."""
+    return {} if runs.empty else runs["status"].value_counts().to_dict()
 
 
 def status_report(study_dir: Path, name: str | None = None) -> Report:
@@ -69,13 +102,15 @@ def status_report(study_dir: Path, name: str | None = None) -> Report:
     lines = [Line(t) for t in text] + ([damaged] if damaged else [])
     code = 2 if damaged else 0
     try:
-        by_status = run_statuses(study_dir)
+        runs = study_runs(study_dir)
     # Tune's counts above are still worth having (a store refused: e.g. a ${VAR} unset here).
     except (TrackingUnreachable, TrackingRejected) as exc:
         return Report([*lines, Line(f"  MLflow runs unknown: {exc}", WARNING)], code)
     except StudyError as exc:
         return Report([*lines, Line(str(exc), PROBLEM)], 2)
+    by_status = run_statuses(runs)
     if by_status:
-        runs = ", ".join(f"{v} {k.lower()}" for k, v in by_status.items())
-        lines.append(Line(f"  MLflow runs: {runs}"))
+        said = ", ".join(f"{v} {k.lower()}" for k, v in by_status.items())
+        lines.append(Line(f"  MLflow runs: {said}"))
+    lines += [Line(text) for text in phase_lines(runs)]
     return Report(lines, code)

@@ -28,6 +28,7 @@ from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, RunT
 from mlflow.tracking import MlflowClient
 from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT
 
+from raystudy.phases import phase
 from raystudy.spec.url_secrets import expand
 from raystudy.tags import (
     AT_STUDY_END,
@@ -278,7 +279,8 @@ class TrialRun:
         if self.offline is not None:
             return
         try:
-            retry_busy(write)  # one request: a busy store rolled it back
+            with phase("mlflow"):
+                retry_busy(write)  # one request: a busy store rolled it back
         except Exception as exc:
             if not is_unreachable(exc):
                 raise

@@ -18,6 +18,7 @@ from raystudy.data import GroundTruthDataset, Split
 from raystudy.data.composition import TRAIN_ROLES, sample_triples
 from raystudy.data.pairs import pair_k_problem, varying_in_encoder_set
 from raystudy.models import VAE, Batch, Objective, PairK, add_input_noise
+from raystudy.phases import phase
 from raystudy.spec import TrainConfig
 from raystudy.training.report import ReportWindow, checkpoint_due, report_due
 
@@ -208,10 +209,11 @@ class BatchSampler:
         }
 
     def __call__(self) -> Batch:
-        indices, action = self.draw()
-        noisy, clean, factors = self._images(indices)
-        hot = None if action is None else torch.from_numpy(action).to(self.device)
-        return Batch(**self.fields(noisy, clean, factors, hot))
+        with phase("render"):
+            indices, action = self.draw()
+            noisy, clean, factors = self._images(indices)
+            hot = None if action is None else torch.from_numpy(action).to(self.device)
+            return Batch(**self.fields(noisy, clean, factors, hot))
 
 
 def train(

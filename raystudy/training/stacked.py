@@ -36,6 +36,7 @@ from torch.func import functional_call, stack_module_state, vmap
 from raystudy.data import GroundTruthDataset, Split
 from raystudy.models import VAE, Batch, Objective, add_input_noise
 from raystudy.models.vae import noise_tape
+from raystudy.phases import phase
 from raystudy.spec import TrainConfig
 from raystudy.training.loop import BatchSampler, kl_warmup, set_learning_rate
 from raystudy.training.report import ReportWindow, checkpoint_due, report_due
@@ -123,6 +124,10 @@ class _StackedSampler:
         self.samplers, self.generators, self.input_noise = samplers, generators, input_noise
 
     def __call__(self) -> dict[str, torch.Tensor]:
+        with phase("render"):
+            return self._draw()
+
+    def _draw(self) -> dict[str, torch.Tensor]:
         first = self.samplers[0]
         drawn = [s.draw() for s in self.samplers]
         n = drawn[0][0].shape[0]

@@ -12,6 +12,7 @@ import torch
 
 from raystudy.data import GroundTruthDataset, Split, get_dataset
 from raystudy.models import VAE, Objective
+from raystudy.phases import phase
 from raystudy.scoring import score_model
 from raystudy.spec import TrialConfig
 from raystudy.tags import INVALID_SCORES_TAG
@@ -49,15 +50,17 @@ def build_models(configs: list[TrialConfig], device: torch.device) -> Built:
     built = Built()
     try:
         base = configs[0]
-        built.dataset = get_dataset(base.dataset.name, **base.dataset.options)
-        for config in configs:
-            model, objective = build_seeded(config, built.dataset, device)
-            built.models.append(model)
-            built.objectives.append(objective)
-        # Consumes random numbers; training seeds again before it draws any.
-        built.cost = cost_params(
-            built.models[0], built.objectives[0], built.dataset, base.train.batch_size
-        )
+        with phase("data"):
+            built.dataset = get_dataset(base.dataset.name, **base.dataset.options)
+        with phase("model"):
+            for config in configs:
+                model, objective = build_seeded(config, built.dataset, device)
+                built.models.append(model)
+                built.objectives.append(objective)
+            # Consumes random numbers; training seeds again before it draws any.
+            built.cost = cost_params(
+                built.models[0], built.objectives[0], built.dataset, base.train.batch_size
+            )
     except Exception as exc:
         built.error = exc
     return built
@@ -82,10 +85,13 @@ def finish_model(
         # Left out, never zeroed into valid-looking scores: the run says which and why.
         note = "; ".join(f"{part}: {why}" for part, why in results.invalid.items())
         run.set_tags({INVALID_SCORES_TAG: note[:5000]})
-    tested = decoder_test_scores(model, dataset, split, config, device)
+    with phase("decoder_test"):
+        tested = decoder_test_scores(model, dataset, split, config, device)
     run.log_metrics(tested, step=config.train.steps)
     results |= tested
     if ctx.log_artifacts:
-        log_artifacts(run, model, dataset, split, config, device)
-    log_trained_model(run, model, dataset, split, config, ctx)
+        with phase("figures"):
+            log_artifacts(run, model, dataset, split, config, device)
+    with phase("model_export"):
+        log_trained_model(run, model, dataset, split, config, ctx)
     return results

@@ -12,6 +12,7 @@ from typing import Any
 
 from raystudy.keys import EVALUATED, train_key
 from raystudy.models.params import trial_params
+from raystudy.phases import PhaseClock, phase, timing
 from raystudy.scoring import build_split, split_run_params
 from raystudy.spec import TrialConfig
 from raystudy.tags import RUN_FINISHED
@@ -32,20 +33,29 @@ from raystudy.trials.finish import build_models, finish_model
 
 
 def run_trial(config: TrialConfig, ctx: TrialContext, reporter: Reporter) -> dict[str, float]:
-    """Train and score one model; every result goes to MLflow and to `reporter`."""
+    """Train and score one model; every result goes to MLflow and to `reporter`, and where
+    its time went (`raystudy.phases`) to MLflow as `time/*`."""
+    with timing(PhaseClock()) as clock:
+        return _run_trial(config, ctx, reporter, clock)
+
+
+def _run_trial(
+    config: TrialConfig, ctx: TrialContext, reporter: Reporter, clock: PhaseClock
+) -> dict[str, float]:
     threads, device = torch_setup(ctx)
     # Built before the run opens, so that the model's size and cost are among the run's
     # params; a failure here is recorded on the run like any other (raised below).
     built = build_models([config], device)
-    run = TrialRun.open(
-        ctx.tracking_uri,
-        ctx.experiment_id,
-        ctx.trial_id,
-        ctx.trial_name,
-        params={**trial_params(config), **split_run_params(config), **built.cost},
-        tags=run_tags(config, ctx),
-        parent_run_id=ctx.parent_run_id,
-    )
+    with phase("mlflow"):
+        run = TrialRun.open(
+            ctx.tracking_uri,
+            ctx.experiment_id,
+            ctx.trial_id,
+            ctx.trial_name,
+            params={**trial_params(config), **split_run_params(config), **built.cost},
+            tags=run_tags(config, ctx),
+            parent_run_id=ctx.parent_run_id,
+        )
     if run.finished is not None:
         # Everything was measured and logged before the interruption: hand Tune the same
         # results instead of scoring (and logging) them a second time.
@@ -59,8 +69,10 @@ def run_trial(config: TrialConfig, ctx: TrialContext, reporter: Reporter) -> dic
         built.raise_error()
         assert built.dataset is not None
         dataset, [model], [objective] = built.dataset, built.models, built.objectives
-        split = build_split(config, dataset)
-        record_lineage([run], config, split, device)
+        with phase("data"):
+            split = build_split(config, dataset)
+        with phase("lineage"):
+            record_lineage([run], config, split, device)
         logged_up_to = run.last_step(train_key("loss"))
 
         def on_progress(
@@ -68,20 +80,23 @@ def run_trial(config: TrialConfig, ctx: TrialContext, reporter: Reporter) -> dic
         ) -> None:
             if row is not None and step > logged_up_to:
                 run.log_metrics(row, step)
-            reporter.report({"step": float(step), **(row or {})}, state)
+            with phase("report"):
+                reporter.report({"step": float(step), **(row or {})}, state)
 
-        train(
-            model,
-            objective,
-            dataset,
-            split,
-            config.train,
-            seed=config.seed,
-            device=device,
-            on_progress=on_progress,
-            resume_from=restored(reporter, [run]),
-        )
+        with phase("train"):
+            train(
+                model,
+                objective,
+                dataset,
+                split,
+                config.train,
+                seed=config.seed,
+                device=device,
+                on_progress=on_progress,
+                resume_from=restored(reporter, [run]),
+            )
         results = finish_model(run, model, dataset, split, config, device, ctx, threads)
+        run.log_metrics(clock.metrics(), step=config.train.steps)
     # The run is complete before the last report: Tune may end the trial inside report().
     run.finish(RUN_FINISHED)
     reporter.report({"step": float(config.train.steps), **results, EVALUATED: 1.0})

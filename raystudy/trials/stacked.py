@@ -21,6 +21,7 @@ import numpy as np
 
 from raystudy.keys import DIVERGED_KEY, EVALUATED, stack_key, train_key
 from raystudy.models.params import trial_params
+from raystudy.phases import PhaseClock, added, phase, timing
 from raystudy.scoring import build_split, split_run_params
 from raystudy.spec import TrialConfig
 from raystudy.tags import RUN_FAILED, RUN_FINISHED, STACK_TAG
@@ -77,7 +78,20 @@ def run_seed_stack(
     run_names: list[str],
 ) -> dict[str, float]:
     """Train the S `configs` (equal but for `seed` and loss weights) as one stack, score and
-    log each."""
+    log each. Each model's run gets, as `time/*` (`raystudy.phases`), its share (1/S) of the
+    phases the stack went through together and the phases of its own scoring, so that the
+    runs of a study add up to the study's time."""
+    with timing(PhaseClock()) as clock:
+        return _run_seed_stack(configs, ctx, reporter, run_names, clock)
+
+
+def _run_seed_stack(
+    configs: list[TrialConfig],
+    ctx: TrialContext,
+    reporter: Reporter,
+    run_names: list[str],
+    clock: PhaseClock,
+) -> dict[str, float]:
     threads, device = torch_setup(ctx)
     base = configs[0]
     seeds = [c.seed for c in configs]
@@ -85,23 +99,24 @@ def run_seed_stack(
     # recorded on every model's run (raised below), not lost before any run exists.
     built = build_models(configs, device)
     cost = built.cost
-    runs = [
-        TrialRun.open(
-            ctx.tracking_uri,
-            ctx.experiment_id,
-            f"{ctx.trial_id}/{key}",
-            name,
-            params={
-                **trial_params(c),
-                **split_run_params(c),
-                **cost,
-                "seeds_per_trial": len(configs),
-            },
-            tags={**run_tags(c, ctx), STACK_TAG: ctx.trial_id},
-            parent_run_id=ctx.parent_run_id,
-        )
-        for c, name, key in zip(configs, run_names, member_keys(configs), strict=True)
-    ]
+    with phase("mlflow"):
+        runs = [
+            TrialRun.open(
+                ctx.tracking_uri,
+                ctx.experiment_id,
+                f"{ctx.trial_id}/{key}",
+                name,
+                params={
+                    **trial_params(c),
+                    **split_run_params(c),
+                    **cost,
+                    "seeds_per_trial": len(configs),
+                },
+                tags={**run_tags(c, ctx), STACK_TAG: ctx.trial_id},
+                parent_run_id=ctx.parent_run_id,
+            )
+            for c, name, key in zip(configs, run_names, member_keys(configs), strict=True)
+        ]
     results: list[dict[str, float] | None] = [r.finished for r in runs]
     if all(r is not None for r in results):
         final = _mean_rows([r for r in results if r is not None])
@@ -126,8 +141,10 @@ def run_seed_stack(
         built.raise_error()
         assert built.dataset is not None
         dataset, models, objectives = built.dataset, built.models, built.objectives
-        split = build_split(base, dataset)
-        record_lineage([runs[s] for s in sorted(open_runs)], base, split, device)
+        with phase("data"):
+            split = build_split(base, dataset)
+        with phase("lineage"):
+            record_lineage([runs[s] for s in sorted(open_runs)], base, split, device)
         logged_up_to = [r.last_step(train_key("loss")) for r in runs]
 
         def on_progress(
@@ -145,25 +162,30 @@ def run_seed_stack(
             for s, row in enumerate(rows or []):
                 if row is not None and step > logged_up_to[s]:
                     runs[s].log_metrics(row, step)
-            reporter.report({"step": float(step), **_tune_row(rows or [], diverged)}, state)
+            with phase("report"):
+                reporter.report({"step": float(step), **_tune_row(rows or [], diverged)}, state)
 
-        result = train_stacked(
-            models,
-            objectives,
-            dataset,
-            split,
-            base.train,
-            seeds=seeds,
-            device=device,
-            on_progress=on_progress,
-            resume_from=restored(reporter, [runs[s] for s in sorted(open_runs)]),
-        )
+        with phase("train"):
+            result = train_stacked(
+                models,
+                objectives,
+                dataset,
+                split,
+                base.train,
+                seeds=seeds,
+                device=device,
+                on_progress=on_progress,
+                resume_from=restored(reporter, [runs[s] for s in sorted(open_runs)]),
+            )
         errors: list[BaseException] = []
+        shared = clock.metrics(parts=len(configs))
         for s in sorted(open_runs - set(result.diverged)):
             try:
-                scores = finish_model(
-                    runs[s], models[s], dataset, split, configs[s], device, ctx, threads
-                )
+                with timing(PhaseClock()) as own:
+                    scores = finish_model(
+                        runs[s], models[s], dataset, split, configs[s], device, ctx, threads
+                    )
+                runs[s].log_metrics(added(shared, own.metrics()), step=configs[s].train.steps)
             except Exception as exc:  # one seed's failure must not cost the others theirs
                 runs[s].set_tags(error_tags(exc))
                 runs[s].finish(RUN_FAILED)
