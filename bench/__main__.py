@@ -33,6 +33,7 @@ BENCHES = (
     "photo_domain_gap",
     "driver_scale",
     "store_writes",
+    "trial_cost",
 )
 
 
