@@ -63,3 +63,6 @@ def watched(
     finally:
         if stream is not sys.stdout:
             stream.close()
+        if captured is not None and captured.cut_short is not None:
+            # The summary names the log: it must not be read as the run's whole output.
+            print(f"Warning: {captured.cut_short}", file=sys.stderr, flush=True)

@@ -92,6 +92,23 @@ def test_the_drivers_log_on_a_full_disk_stops_and_the_driver_goes_on() -> None:
     assert ran.stdout == "after: the disk holding /dev/full is full; the log stops there\n"
 
 
+def test_a_run_whose_log_was_cut_short_says_so_when_it_ends() -> None:
+    # A study's run as `raystudy run` watches it, its log moved onto a full disk.
+    program = (
+        "from pathlib import Path\n"
+        "from raystudy.terminal import watched\n"
+        "with watched('full', 1, command='run') as captured:\n"
+        "    captured.move_to(Path('/dev/full'))\n"
+        "    for i in range(1000):\n"
+        "        print('a line Tune prints', i)\n"
+        "print('the run went on')\n"
+    )
+    ran = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.endswith("the run went on\n")
+    assert "Warning: the disk holding /dev/full is full; the log stops there" in ran.stderr
+
+
 def test_a_copy_of_the_state_is_kept_only_while_whole_and_put_back(tmp_path: Path) -> None:
     tune_dir = tmp_path / "tune"
     tune_dir.mkdir()
