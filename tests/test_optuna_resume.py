@@ -13,6 +13,7 @@ from pathlib import Path
 import mlflow
 import optuna
 import pytest
+from reliability.faults import start_driver, wait_for_a_finished_trial
 from test_study_resume import cli, interrupt_once_a_trial_finishes, trial_runs
 from tiny import LIGHT, SMOKE, tiny
 
@@ -127,26 +128,12 @@ def test_interrupted_optuna_study_resumes_with_its_sampler_and_storage(
 def kill_once_a_trial_finishes(command: list[str], study_dir: Path) -> None:
     """Run the driver `command` and SIGKILL it (no handler runs) once MLflow holds a finished
     trial of `study_dir`."""
-    import os
     import signal
-    import subprocess
-    import time
 
-    driver = subprocess.Popen(
-        command,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline and driver.poll() is None:
-        time.sleep(0.5)
-        if (study_dir / "study.json").exists():
-            runs = trial_runs(StudyInfo.read(study_dir))
-            if any(r.info.status == "FINISHED" for r in runs):
-                break
+    driver = start_driver(command)
+    wait_for_a_finished_trial(driver, study_dir)
     driver.send_signal(signal.SIGKILL)
-    driver.wait(timeout=60)
+    driver.communicate(timeout=60)
     assert driver.returncode == -signal.SIGKILL, "the driver ended before it was killed"
 
 

@@ -6,11 +6,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import mlflow
 import pytest
+from reliability.faults import start_driver, wait_for_a_finished_trial
 from tiny import LIGHT, SMOKE, tiny
 
 from raystudy.study.folder import StudyInfo
@@ -31,20 +31,8 @@ def trial_runs(info: StudyInfo) -> list:
 def interrupt_once_a_trial_finishes(command: list[str], study_dir: Path) -> str:
     """Run the `raystudy` driver `command`, Ctrl-C it once MLflow holds a finished trial of
     `study_dir`; check that it stops as interrupted and return what it printed."""
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    driver = subprocess.Popen(
-        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
-    deadline = time.monotonic() + 240
-    finished: list = []
-    while time.monotonic() < deadline and not finished and driver.poll() is None:
-        time.sleep(0.5)
-        if (study_dir / "study.json").exists():
-            runs = trial_runs(StudyInfo.read(study_dir))
-            finished = [r for r in runs if r.info.status == "FINISHED"]
-    if not finished:
-        driver.kill()
-        raise AssertionError("no trial finished in time:\n" + driver.communicate()[0][-3000:])
+    driver = start_driver(command)
+    wait_for_a_finished_trial(driver, study_dir)
     driver.send_signal(signal.SIGINT)  # what Ctrl-C does
     output, _ = driver.communicate(timeout=120)
     assert driver.returncode == 1, output

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -121,6 +122,36 @@ def tune_rows(trial_dir: Path) -> list[dict[str, Any]]:
 def trial_runs(uri: str, experiment_id: str) -> list:
     client = mlflow.MlflowClient(uri)
     return client.search_runs([experiment_id], TRIAL_RUNS)
+
+
+def start_driver(command: list[str], **env: str) -> subprocess.Popen[str]:
+    """A `raystudy` driver process, unbuffered, its stdout and stderr together in one pipe."""
+    return subprocess.Popen(
+        command,
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def wait_for_a_finished_trial(
+    driver: subprocess.Popen[str], study_dir: Path, timeout_s: float = 240
+) -> list:
+    """The study's finished trial runs, once MLflow holds one while `driver` runs. A driver
+    that ends first, or no trial finished within `timeout_s`, fails the test with the end
+    of the driver's output (the driver killed first)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and driver.poll() is None:
+        time.sleep(0.5)
+        finished = finished_runs(study_dir)
+        if finished:
+            return finished
+    ended = driver.poll() is not None
+    driver.kill()
+    output = driver.communicate()[0] if driver.stdout is not None else ""
+    why = "the driver ended first" if ended else f"none in {timeout_s:.0f} s"
+    raise AssertionError(f"no trial of {study_dir.name} finished ({why}):\n{output[-3000:]}")
 
 
 def finished_runs(study_dir: Path) -> list:

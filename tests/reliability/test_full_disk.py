@@ -12,12 +12,12 @@ import pickle
 import sqlite3
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import mlflow
 import pytest
+from faults import cli, start_driver, wait_for_a_finished_trial
 from mlflow.exceptions import MlflowException
 from mlflow.protos.databricks_pb2 import TEMPORARILY_UNAVAILABLE
 from tiny import LIGHT, SMOKE, tiny
@@ -33,10 +33,6 @@ from raystudy.tune.state_backup import (
     restore_damaged,
     session_sets,
 )
-
-
-def cli(*args: str) -> list[str]:
-    return [sys.executable, "-m", "raystudy.cli", *args]
 
 
 def _sqlite_full() -> sqlite3.OperationalError:
@@ -198,22 +194,8 @@ def test_a_disk_filled_mid_study_stops_it_saying_so_and_resume_finishes_it(
     sets = [a for o in overrides for a in ("--set", o)]
     study_dir = small_disk / "full"
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "400"}
-    driver = subprocess.Popen(
-        cli("run", str(SMOKE), "--output", str(small_disk), *sets),
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    deadline = time.monotonic() + 240
-    finished: list = []
-    while time.monotonic() < deadline and not finished and driver.poll() is None:
-        time.sleep(0.5)
-        if (study_dir / "study.json").exists():
-            finished = [r for r in _trial_runs(study_dir) if r.info.status == "FINISHED"]
-    if not finished:
-        driver.kill()
-        raise AssertionError("no trial finished in time:\n" + driver.communicate()[0][-3000:])
+    driver = start_driver(cli("run", str(SMOKE), "--output", str(small_disk), *sets), **env)
+    finished = wait_for_a_finished_trial(driver, study_dir)
     filler = _fill(small_disk)
     output, _ = driver.communicate(timeout=300)
     said = " ".join(output.split())
