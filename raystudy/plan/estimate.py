@@ -196,8 +196,8 @@ def measured_kinds(
 ) -> dict[str, Measured]:
     """The mean phase timings of `runs` by the kind (`kinds`, one per trial) of the trial
     each ran: a run is the trial whose every param (`trial_params`) it logged with the same
-    value. Runs without
-    `time/total/wall_s` (from before timings were logged) or of no trial here are left out."""
+    value. Runs without `time/total/wall_s` (from before timings were logged) or of no trial
+    here are left out."""
     if not runs:
         return {}
     by_key: dict[frozenset[tuple[str, str]], str] = {}
