@@ -179,9 +179,13 @@ SHIPPED = sorted((ROOT / "search_spaces").glob("*.yaml"))
 @pytest.mark.parametrize("spec", SHIPPED, ids=[p.stem for p in SHIPPED])
 def test_plan_of_every_shipped_study_ends_within_its_budget(spec: Path, tmp_path: Path) -> None:
     """`raystudy plan` as a user runs it, a process of its own (its imports count against its
-    60 s budget), GPUs on the cluster as the big studies expect, and no cached timings."""
+    budget), GPUs on the cluster as the big studies expect, and no cached timings. A budget
+    of 20 s (the default is 60): the first group of each kind is timed whatever the budget,
+    so this is the least a plan takes (8-32 s a study alone here, 2026-11-29); up to 80 s
+    allowed for a CPU the fault tier's other half shares."""
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path), "PYTHONPATH": str(ROOT)}
     command = [sys.executable, "-m", "raystudy.cli", "plan", str(spec), "--gpus", "8"]
+    command += ["--budget", "20"]
     started = time.perf_counter()
     result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
     seconds = time.perf_counter() - started
@@ -190,7 +194,7 @@ def test_plan_of_every_shipped_study_ends_within_its_budget(spec: Path, tmp_path
     if "optuna" not in spec.read_text():
         assert "calibrating 1/" in result.stderr and "estimate:" in result.stdout
         assert (tmp_path / "raystudy" / "plan-calibration.json").exists()
-    assert seconds < 90, f"{spec.name}: plan took {seconds:.0f} s"
+    assert seconds < 80, f"{spec.name}: plan took {seconds:.0f} s"
 
 
 # The UI itself (loopback only, serving the study's store) is tested once, in

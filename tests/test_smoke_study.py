@@ -1,4 +1,7 @@
-"""The shipped smoke study, whole, through the CLI (heavy: ~5 minutes on 2 cores)."""
+"""The shipped smoke study, whole, through the CLI: a paper-sized run (marker `paper`, ~5
+minutes alone on 2 cores, 15 beside the fault tier's other half), out of CI like the laptop
+study. The same spec runs through Tune at a tiny size in the fault tier
+(tests/test_study_e2e.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ from raystudy.tags import TRIAL_RUNS
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.heavy
+@pytest.mark.paper
 def test_smoke_study_runs_eight_trials_and_analyzes(tmp_path: Path) -> None:
     runner = CliRunner()
     result = runner.invoke(

@@ -210,7 +210,6 @@ def _store_uri(store: str, request: pytest.FixtureRequest, folder: Path) -> str:
     }[store]
 
 
-STORES = ["sqlite", "file", "server", "postgres"]
 
 
 @pytest.mark.parametrize(
@@ -219,10 +218,12 @@ STORES = ["sqlite", "file", "server", "postgres"]
     # The stores that start a server process: in the fault tier for the quick suite's time.
     + [pytest.param(store, 8, 10, marks=pytest.mark.heavy) for store in ("server", "postgres")]
     # 32 writers stalled a one-worker `mlflow server` on sqlite here (no new point for
-    # minutes, 2,931 of 19,200 stored after 10 min, load average ~5): 16 on the server.
+    # minutes, 2,931 of 19,200 stored after 10 min, load average ~5), and 16 beside the fault
+    # tier's other half left requests unanswered past MLflow's 120 s timeout (load ~10, the
+    # writers went offline): 8 on the server.
     + [
         pytest.param(store, writers, 200, marks=pytest.mark.heavy)
-        for store, writers in (("sqlite", 32), ("file", 32), ("server", 16), ("postgres", 32))
+        for store, writers in (("sqlite", 32), ("file", 32), ("server", 8), ("postgres", 32))
     ],
 )
 def test_trial_writers_at_once_lose_no_point(
@@ -270,8 +271,10 @@ def test_trial_writers_at_once_lose_no_point(
     assert points == writers * len(TRAIN_KEYS) * steps
 
 
+# The default store and the cluster's: a study's path to the store is the same for the
+# others, whose concurrent writes the writer storms above crowd harder (2-3 minutes each).
 @pytest.mark.heavy
-@pytest.mark.parametrize("store", STORES)
+@pytest.mark.parametrize("store", ["sqlite", "postgres"])
 def test_eight_trials_of_a_study_at_once_log_every_point(
     store: str, cluster, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
