@@ -27,7 +27,7 @@ from typer.testing import CliRunner
 from raystudy.analysis.columns import RUN_NAME
 from raystudy.checks import load_spec
 from raystudy.cli import app
-from raystudy.keys import SYSTEM
+from raystudy.keys import SYSTEM, TIME
 from raystudy.study.driver import resume_study, run_study
 from raystudy.tags import SYNCED_TAG
 from raystudy.tracking.retry import shown
@@ -161,7 +161,7 @@ def test_store_lost_mid_study_then_restarted_loses_no_finished_trial(
     table = table.set_index(RUN_NAME)
     for run_name, metrics in seen.items():  # what MLflow had before it went down
         for key, value in metrics.items():
-            if key.startswith(SYSTEM):  # system metrics go to MLflow only, never to Tune
+            if key.startswith((SYSTEM, TIME)):  # system metrics and timings: MLflow only
                 continue
             assert table.loc[run_name, f"metrics.{key}"] == pytest.approx(value), key
 
