@@ -210,8 +210,6 @@ def _store_uri(store: str, request: pytest.FixtureRequest, folder: Path) -> str:
     }[store]
 
 
-
-
 @pytest.mark.parametrize(
     ("store", "writers", "steps"),
     [(store, 8, 10) for store in ("sqlite", "file")]
