@@ -28,15 +28,15 @@ import torch
 from bench._table import Load, markdown, record, work_folder, write_json
 from raystudy.checks import load_spec
 from raystudy.phases import CPU, TOTAL, TRAINING_PHASES, WALL, phase_table
-from raystudy.spec import TrialConfig
+from raystudy.spec import StudySpec, TrialConfig
 from raystudy.trials.common import TrialContext
 from raystudy.trials.single import LocalReporter, run_trial
 
 SPECS = Path(__file__).resolve().parents[1] / "search_spaces"
 
 
-def first_trial(study: str, steps: int | None) -> TrialConfig:
-    config = load_spec(SPECS / f"{study}.yaml").trials()[0]
+def first_trial(spec: StudySpec, steps: int | None) -> TrialConfig:
+    config = spec.trials()[0]
     if steps is not None:
         config = config.model_copy(
             update={"train": config.train.model_copy(update={"steps": steps})}
@@ -46,8 +46,8 @@ def first_trial(study: str, steps: int | None) -> TrialConfig:
 
 def time_trials(study: str, trials: int, steps: int | None, folder: Path) -> dict[str, Any]:
     """Run the study's first trial `trials` times; each run's phase table."""
-    config = first_trial(study, steps)
     spec = load_spec(SPECS / f"{study}.yaml")
+    config = first_trial(spec, steps)
     uri = f"sqlite:///{folder / f'{study}.db'}"
     client = mlflow.MlflowClient(uri)
     experiment = client.create_experiment(study)
