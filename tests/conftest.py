@@ -41,8 +41,10 @@ def _ray_session():
 def ray_local(_ray_session):
     import ray
 
+    from raystudy.tune.cluster import start_local
+
     if not ray.is_initialized():
-        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+        start_local(num_cpus=2, include_dashboard=False, log_to_driver=False)
     return ray
 
 

@@ -75,4 +75,25 @@ def connect(address: str | None) -> None:
         # this machine's address: Ray (2.59 and later) starts a local cluster with token
         # authentication, which refuses callers without the token it keeps in ~/.ray. Setting
         # RAY_AUTH_MODE here, after Ray was imported, would leave this driver without it.
-        ray.init(address="local", include_dashboard=False, log_to_driver=True)
+        start_local(include_dashboard=False, log_to_driver=True)
+
+
+#: Ray's own words when a new node's raylet did not register with its GCS in Ray's fixed 30 s
+#: (ray/_private/node.py, Ray 2.60); seen on a 2-core machine busy with other Ray clusters.
+_SLOW_START = "timed out during startup"
+
+
+def start_local(**init_args: object) -> None:
+    """`ray.init(address="local", **init_args)`, started once more after a shutdown when the
+    first node did not register in time: a loaded machine, not a broken install, and a second
+    start usually finds the machine freer. A second timeout is raised as Ray raised it."""
+    import ray
+
+    try:
+        ray.init(address="local", **init_args)
+    except Exception as exc:  # Ray raises a bare Exception here
+        if _SLOW_START not in str(exc):
+            raise
+        print(f"Ray's local node was slow to start ({exc}); starting it once more.", flush=True)
+        ray.shutdown()
+        ray.init(address="local", **init_args)

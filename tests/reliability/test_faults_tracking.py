@@ -31,6 +31,7 @@ from raystudy.keys import SYSTEM, TIME
 from raystudy.study.driver import resume_study, run_study
 from raystudy.tags import SYNCED_TAG
 from raystudy.tracking.retry import shown
+from raystudy.tune.cluster import start_local
 from raystudy.tune.state import TUNE_DIR, read_tune_trials
 
 # MLflow 3 refuses its file store unless asked ("maintenance mode"); the tests ask.
@@ -51,8 +52,7 @@ def cluster():
         for key, value in SHORT_RETRIES.items():
             env.setenv(key, value)
         fresh_ray()
-        ray.init(
-            address="local",
+        start_local(
             num_cpus=2,
             include_dashboard=False,
             log_to_driver=False,

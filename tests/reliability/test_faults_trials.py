@@ -30,6 +30,7 @@ from raystudy.study.driver import StudyOutcome, run_study
 from raystudy.study.folder import StudyInfo
 from raystudy.study.status import study_status
 from raystudy.tags import CHECKPOINT_FALLBACK_TAG, DIVERGED_TAG, ERROR_TAG, TIMED_OUT_TAG
+from raystudy.tune.cluster import start_local
 from raystudy.tune.state import FINISHED, TUNE_DIR
 
 
@@ -39,7 +40,7 @@ def cluster():
     import ray
 
     fresh_ray()
-    ray.init(address="local", num_cpus=2, num_gpus=1, include_dashboard=False, log_to_driver=False)
+    start_local(num_cpus=2, num_gpus=1, include_dashboard=False, log_to_driver=False)
     yield ray
     ray.shutdown()
 
