@@ -49,6 +49,25 @@ def test_grid_alternatives_axes_and_literal_lists() -> None:
     assert expand_grid({}) == [{}]
 
 
+def test_a_models_own_learning_rate_is_the_one_its_trials_train_at(tmp_path: Path) -> None:
+    spec = load_spec(
+        write(
+            tmp_path,
+            "name: s\ntrain: {lr: 1.0e-4}\ngrid:\n  model:\n    - {objective: beta_vae}\n"
+            "    - {objective: gt_decoder, architecture: mlp, lr: 1.0e-3}\n",
+        )
+    )
+    rates = {t.model.objective: (t.train.lr, t.model.lr) for t in spec.trials()}
+    assert rates == {"beta_vae": (1e-4, None), "gt_decoder": (1e-3, 1e-3)}
+    gt = next(t for t in spec.trials() if t.model.objective == "gt_decoder")
+    # a trial re-read from its saved config keeps its rate
+    assert TrialConfig.model_validate(gt.model_dump()) == gt
+    assert trial_params(gt)["train.lr"] == 1e-3
+    with pytest.raises(SpecError) as info:
+        load_spec(write(tmp_path, "name: s\ngrid: {model: [{objective: gt_decoder, lr: 0}]}\n"))
+    assert "model.lr" in str(info.value) and "train.lr" not in str(info.value)
+
+
 def test_overrides_parse_yaml_values_and_create_paths() -> None:
     raw = {"name": "x", "train": {"steps": 500}}
     out = apply_overrides(raw, ["train.steps=50", "grid.seed=[0, 1, 2]", "model.beta=4"], "f")
