@@ -19,9 +19,11 @@
   model's output for training triples and triples with a held-out target, each column
   labelled with its action (Montero et al. 2021, Fig. 6a).
 
-The importance matrix here is refitted on a capped subsample (`DCI_TRAIN` + `DCI_TEST`
-points), so drawing it costs a few seconds whatever `evaluation.num_train` is; the logged
-`dis/dci_*` scores come from the full evaluation sample and may differ slightly.
+The importance matrix is the logged `dis/dci_*`'s own when the trial's scoring hands over the
+sample it scored and the metric's fit is still kept (`metrics.dci.logged_importance`: no
+second fit, and the figure's D and C are the logged ones); otherwise it is refitted on a
+capped subsample (`DCI_TRAIN` + `DCI_TEST` points), so drawing it costs a few seconds
+whatever `evaluation.num_train` is, and its D and C may differ slightly from the logged ones.
 """
 
 from __future__ import annotations
@@ -45,11 +47,16 @@ from raystudy.data.heldout import (
 )
 from raystudy.latent_projection import projected_factors, projection_figure, tied_dimensions
 from raystudy.metrics.composition import triple_batch
-from raystudy.metrics.dci import completeness, disentanglement, importance_matrix
+from raystudy.metrics.dci import (
+    completeness,
+    disentanglement,
+    importance_matrix,
+    logged_importance,
+)
 from raystudy.models import VAE
 from raystudy.models.objectives.composition import compose
 from raystudy.models.vae import reconstruction_logits
-from raystudy.scoring import encode_means
+from raystudy.scoring import FixedSample, encode_means
 from raystudy.spec import TrialConfig
 
 DCI_TRAIN, DCI_TEST = 500, 250
@@ -332,8 +339,27 @@ def draw_dci_importance(
     split: Split,
     config: TrialConfig,
     device: torch.device,
+    fixed: FixedSample | None = None,
 ) -> Path | None:
-    """DCI's importance matrix refitted on a capped sample (see `raystudy.artifacts`)."""
+    """DCI's importance matrix: the logged metric's own, when `fixed` (the sample it scored)
+    is given and its fit is still kept; else refitted on a capped sample (module doc)."""
+    if fixed is not None:
+        n = fixed.num_train
+        logged = logged_importance(
+            fixed.codes[:n],
+            fixed.points[:n],
+            fixed.codes[n:],
+            fixed.points[n:],
+            seed=config.evaluation.seed,
+            n_jobs=fixed.n_jobs,
+        )
+        if logged is not None:
+            importance, varies = logged
+            title = (
+                f"DCI importance of the logged dis/dci_* ({n} points): "
+                f"D={disentanglement(importance):.2f}, C={completeness(importance):.2f}"
+            )
+            return _hinton_file(folder, importance, dataset, varies, title)
     ev = config.evaluation
     n_train = min(ev.num_train, DCI_TRAIN) or DCI_TRAIN
     n_test = min(ev.num_test, DCI_TEST) or DCI_TEST
@@ -352,11 +378,21 @@ def draw_dci_importance(
         # round syncs its threads), and this small refit gains little from more.
         n_jobs=1,
     )
-    names = [n for n, v in zip(dataset.factors.names, varies, strict=True) if v]
     title = (
         f"DCI importance, refitted on {n_train} points: "
         f"D={disentanglement(importance):.2f}, C={completeness(importance):.2f}"
     )
+    return _hinton_file(folder, importance, dataset, varies, title)
+
+
+def _hinton_file(
+    folder: Path,
+    importance: NDArray[np.floating],
+    dataset: GroundTruthDataset,
+    varies: NDArray[np.bool_],
+    title: str,
+) -> Path:
+    names = [n for n, v in zip(dataset.factors.names, varies, strict=True) if v]
     path = folder / "dci_importance.png"
     hinton_figure(importance, names, title).savefig(path, dpi=110)
     return path

@@ -10,6 +10,7 @@ that raystudy did not train on the same draws as the trials' models.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -39,9 +40,22 @@ Represent = Callable[[torch.Tensor], torch.Tensor]
 CodesOf = Callable[[np.ndarray], np.ndarray]
 
 
+@dataclass(frozen=True)
+class FixedSample:
+    """The encoder-set draw the fixed-sample metrics scored: factor indices (N + M, K), their
+    codes (N + M, D), N the training part, and the threads the metrics were given; what a
+    figure of those metrics needs to show the very fit they logged."""
+
+    points: np.ndarray
+    codes: np.ndarray
+    num_train: int
+    n_jobs: int
+
+
 class Scores(dict[str, float]):
     """Scores by key, and the parts left unscored because the codes they read were not
-    finite (`invalid`: the part's keys, e.g. ``dis/*``, -> what was wrong).
+    finite (`invalid`: the part's keys, e.g. ``dis/*``, -> what was wrong); `fixed`, the
+    sample the fixed-sample metrics scored (None when none did).
 
     The metrics themselves treat a non-finite code dimension as dead (set to 0, with a
     warning), which would make a model whose encoder broke look merely less disentangled;
@@ -51,6 +65,7 @@ class Scores(dict[str, float]):
     def __init__(self, *args: object, **kwargs: float) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self.invalid: dict[str, str] = {}
+        self.fixed: FixedSample | None = None
 
 
 def nonfinite(codes: np.ndarray) -> str | None:
@@ -231,6 +246,7 @@ def score_model(
     )
     results.update(represented)
     results.invalid.update(represented.invalid)
+    results.fixed = represented.fixed
     return results
 
 
@@ -276,6 +292,8 @@ def score_representation(
         if wrong is not None:
             results.invalid[_fixed_part(fixed)] = wrong
             fixed = []
+        else:
+            results.fixed = FixedSample(points, fixed_codes, n_train, n_jobs)
     for name in fixed:
         say(f"metric {name}")
         fn = get_metric(name)

@@ -11,7 +11,7 @@ import mlflow
 import pandas as pd
 import pytest
 import torch
-from tiny import LIGHT, SMOKE
+from tiny import LIGHT, SMOKE, trained
 from tiny import tiny as tiny_overrides
 
 from raystudy.checks import load_spec
@@ -33,12 +33,10 @@ from raystudy.phases import (
 )
 from raystudy.plan.estimate import make_plan
 from raystudy.plan.report import format_plan
-from raystudy.scoring import build_split, score_model
+from raystudy.scoring import score_model
 from raystudy.spec import TrialConfig
 from raystudy.tracking.reader import trial_runs_table
-from raystudy.training.loop import train
 from raystudy.trials.common import TrialContext
-from raystudy.trials.finish import build_models
 from raystudy.trials.single import LocalReporter, run_trial
 from raystudy.trials.stacked import run_seed_stack
 
@@ -192,11 +190,7 @@ def test_a_trial_run_logs_where_its_time_went(tmp_path: Path) -> None:
 def test_a_clock_changes_no_score() -> None:
     config = tiny()
     device = torch.device("cpu")
-    built = build_models([config], device)
-    assert built.dataset is not None
-    model, dataset = built.models[0], built.dataset
-    split = build_split(config, dataset)
-    train(model, built.objectives[0], dataset, split, config.train, seed=0, device=device)
+    model, dataset, split = trained(config)
     untimed = score_model(model, dataset, split, config, device)
     with timing(PhaseClock()) as clock:
         timed = score_model(model, dataset, split, config, device)

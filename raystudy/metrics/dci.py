@@ -167,7 +167,7 @@ def fit_factor_classifiers(
             f"train and test disagree on D or K: {x_train.shape}/{y_train.shape} "
             f"vs {x_test.shape}/{y_test.shape}"
         )
-    key = (_digest(x_train, y_train, x_test, y_test), backend, seed, n_jobs, max_bins, device)
+    key = _fit_key(x_train, y_train, x_test, y_test, backend, seed, n_jobs, max_bins, device)
     if key in _recent_fits:
         _recent_fits.move_to_end(key)
         return _recent_fits[key]
@@ -281,6 +281,43 @@ def dci(
         "dci_i": float(test_acc.mean()),
         "dci_i_train": float(train_acc.mean()),
     }
+
+
+def logged_importance(
+    codes_train: ArrayLike,
+    factors_train: ArrayLike,
+    codes_test: ArrayLike,
+    factors_test: ArrayLike,
+    *,
+    seed: int = 0,
+    n_jobs: int = 1,
+) -> tuple[NDArray[np.float64], NDArray[np.bool_]] | None:
+    """The importance matrix R that :func:`dci` (default backend) computed from exactly these
+    arguments, and which factors it kept, while its fit is still among the recent ones; None
+    when it is not (nothing is fitted here). A figure of the logged D and C draws this R."""
+    z_train, y_train, z_test, y_test = prepare(codes_train, factors_train, codes_test, factors_test)
+    varies = varying_factors(y_train, y_test)
+    if not varies.any():
+        return None
+    x_train, y_train = _as_pair(z_train, y_train[:, varies])
+    x_test, y_test = _as_pair(z_test, y_test[:, varies])
+    key = _fit_key(x_train, y_train, x_test, y_test, "exact", seed, n_jobs, MAX_BINS, "cpu")
+    fits = _recent_fits.get(key)
+    return None if fits is None else (fits.importance, varies)
+
+
+def _fit_key(
+    x_train: NDArray,
+    y_train: NDArray,
+    x_test: NDArray,
+    y_test: NDArray,
+    backend: str,
+    seed: int,
+    n_jobs: int,
+    max_bins: int | None,
+    device: str,
+) -> tuple:
+    return (_digest(x_train, y_train, x_test, y_test), backend, seed, n_jobs, max_bins, device)
 
 
 def _digest(*arrays: NDArray) -> str:

@@ -24,6 +24,7 @@ from raystudy.data.split_registry import split_tag
 from raystudy.disk_full import is_disk_full
 from raystudy.lineage import data_input, lineage
 from raystudy.models import VAE, Objective, build, model_cost
+from raystudy.scoring import FixedSample
 from raystudy.spec import TrialConfig
 from raystudy.tags import (
     ARTIFACT_ERROR_TAG,
@@ -251,6 +252,7 @@ def log_artifacts(
     split: Split,
     config: TrialConfig,
     device: torch.device,
+    fixed: FixedSample | None = None,
 ) -> None:
     """The trial config, inputs over reconstructions (of the encoder's training distribution,
     and of each held-out set of the split: `artifacts.draw_heldout_reconstructions`), latent
@@ -299,7 +301,14 @@ def log_artifacts(
         ]
         if "dci" in config.evaluation.metrics:
             hinton = partial(
-                artifacts.draw_dci_importance, folder, model, dataset, split, config, device
+                artifacts.draw_dci_importance,
+                folder,
+                model,
+                dataset,
+                split,
+                config,
+                device,
+                fixed,
             )
             drawers.append(("dci_importance", hinton))
         errors = []

@@ -91,7 +91,7 @@ def finish_model(
     results |= tested
     if ctx.log_artifacts:
         with phase("figures"):
-            log_artifacts(run, model, dataset, split, config, device)
+            log_artifacts(run, model, dataset, split, config, device, results.fixed)
     with phase("model_export"):
         log_trained_model(run, model, dataset, split, config, ctx)
     return results
