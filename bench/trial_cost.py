@@ -9,7 +9,8 @@ training only) is run `--trials` times one after another in this process, each a
 trial of one sqlite MLflow store, exactly as a study's Ray worker runs it
 (`raystudy.trials.single.run_trial`, the worker's one torch thread per CPU asked). The first
 pays what a fresh worker pays once (imports, the first model export); the later ones are what
-a worker reused across trials (`reuse_actors`) pays per trial. Per phase: wall seconds of the
+a worker reused across trials (`reuse_actors`) pays per trial (the DCI fits a process keeps are
+cleared before each, as the trials of a study train different models). Per phase: wall seconds of the
 first and of the last trial, and the last trial's share; then the fixed cost, everything but
 training (`train`, `render`, `report`), as a share of the trial.
 """
@@ -27,6 +28,7 @@ import torch
 
 from bench._table import Load, markdown, record, work_folder, write_json
 from raystudy.checks import load_spec
+from raystudy.metrics.dci import clear_fit_cache
 from raystudy.phases import CPU, TOTAL, TRAINING_PHASES, WALL, phase_table
 from raystudy.spec import StudySpec, TrialConfig
 from raystudy.trials.common import TrialContext
@@ -60,6 +62,9 @@ def time_trials(study: str, trials: int, steps: int | None, folder: Path) -> dic
             f"{study}: trial {i + 1}/{trials} ({config.train.steps} steps) [{Load.now()}]",
             flush=True,
         )
+        # Each trial here trains the same model; a study's trials train different ones, so no
+        # trial may find the DCI fit of the one before it kept (`metrics.dci`'s recent fits).
+        clear_fit_cache()
         run_trial(config, ctx, LocalReporter())
         (run,) = client.search_runs([experiment], f"attributes.run_name = '{name}'")
         runs.append(phase_table(run.data.metrics))
