@@ -9,10 +9,10 @@ training only) is run `--trials` times one after another in this process, each a
 trial of one sqlite MLflow store, exactly as a study's Ray worker runs it
 (`raystudy.trials.single.run_trial`, the worker's one torch thread per CPU asked). The first
 pays what a fresh worker pays once (imports, the first model export); the later ones are what
-a worker reused across trials (`reuse_actors`) pays per trial (the DCI fits a process keeps are
-cleared before each, as the trials of a study train different models). Per phase: wall seconds of the
-first and of the last trial, and the last trial's share; then the fixed cost, everything but
-training (`train`, `render`, `report`), as a share of the trial.
+a worker reused across trials (`reuse_actors`) pays per trial (the DCI fits a process keeps
+are cleared before each, as the trials of a study train different models). Per phase: wall
+seconds of the first and of the last trial, and the last trial's share; then the fixed cost,
+everything but training (`train`, `render`, `report`), as a share of the trial.
 """
 
 from __future__ import annotations
