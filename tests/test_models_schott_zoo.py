@@ -257,6 +257,7 @@ def max_difference(a: VAE, b: VAE) -> float:
     [
         ("slow_vae", {}, "loop", 1e-6, 1e-4),
         ("slow_vae", {"k": 1, "rate": 2.0}, "vmap", 1e-5, 1e-4),
+        ("slow_vae", {"data_distribution": "laplace", "rate_data": "random"}, "loop", 1e-6, 1e-4),
         ("pcl", {}, "loop", 1e-6, 1e-4),
         ("pcl", {}, "vmap", 1e-3, 1e-2),
         ("supervised", {"architecture": "coordconv"}, "vmap", 1e-4, 1e-4),

@@ -146,6 +146,10 @@ def test_resume_is_exact_through_cascades_discrete_code() -> None:
     assert all(sum(row) == pytest.approx(1.0) for row in shares[2:])
 
 
+def test_resume_is_exact_through_slow_vaes_laplace_pairs() -> None:
+    _resume_equals_uninterrupted("slow_vae", data_distribution="laplace", rate_data="random")
+
+
 def test_resume_is_exact_through_lie_group_vaes_decoder_coin() -> None:
     history = _resume_equals_uninterrupted("lie_group_vae", encoder_features_prob=0.5)
     coins = [h["train/encoder_features"] for h in history]

@@ -12,7 +12,7 @@ import torch
 
 from raystudy.data.check import DataChecker, DataProblem
 from raystudy.data.composition import composition_problem
-from raystudy.data.pairs import pair_k_problem, varying_in_encoder_set
+from raystudy.data.pairs import pairs_problem
 from raystudy.models import build_model, num_parameters
 from raystudy.models.objectives import objective_from_config
 from raystudy.spec import ModelConfig, StudySpec, TrialConfig
@@ -86,11 +86,9 @@ def _model_problem(model: ModelConfig, ds: Any, split: Any) -> tuple[str, str] |
             f"{model.architecture} at resolution {ds.resolution} has {size:,} parameters, more "
             f"than {MAX_MODEL_PARAMETERS:,}: lower dataset.options.resolution",
         )
-    pairs = (
-        pair_k_problem(objective.pair_k, varying_in_encoder_set(ds, split), split)
-        if objective.pair_k is not None
-        else None
-    )
+    pairs = pairs_problem(objective.pair_k, ds, split) if objective.pair_k is not None else None
+    if pairs is not None and objective.pair_k == "laplace":
+        return "model.data_distribution", f"{pairs}; allowed: uniform (k changed factors)"
     if pairs is not None:
         return "model.k", f"{pairs}; allowed: 1 up to that number, or random with 2 or more"
     composition = composition_problem(split) if objective.triples else None

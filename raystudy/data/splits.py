@@ -192,6 +192,54 @@ class Split:
             f"factor(s) with both members in the set after {_MAX_PAIR_ROUNDS} rounds"
         )
 
+    def sample_laplace_pairs(
+        self, role: str, n: int, rate: float | None, fixed: Sequence[int], rng: Rng
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Pairs as SlowVAE's release draws its two frames (Klindt et al. 2021,
+        bethgelab/slow_disentanglement, ``scripts/dataset.py``, ``TupleLoader.truncated_laplace``):
+        ``idx1`` uniform over the role's set; each factor of ``idx2`` drawn independently from
+        a Laplace density centred on ``idx1``'s value with scale log(size) / rate,
+
+            P(v2 = v | v1) ∝ exp(-|v - v1| rate / log(size)),  v among the factor's values,
+
+        the factors in ``fixed`` (columns; the categorical ones, such as shape) kept, and a
+        pair left without any change given one free factor redrawn away from its value.
+        ``rate`` None draws a rate per pair uniformly in [1, 10] (the release's ``-1``).
+
+        Values are those of the role's bounding box, so a pair stays in a box-shaped set;
+        rows whose partner falls outside the set are redrawn, as in :meth:`sample_pairs`.
+        """
+        gen = _generator(rng)
+        r = self._role(role)
+        free = np.array(
+            [k for k in np.flatnonzero(r.counts > 1) if k not in set(fixed)], dtype=np.int64
+        )
+        if free.size == 0:
+            names = self.dataset.factors.names
+            raise ValueError(
+                f"split {self.name!r}, role {role!r}: no factor can change within a pair; "
+                f"varying: {[names[k] for k in np.flatnonzero(r.counts > 1)]}, kept: "
+                f"{[names[k] for k in fixed]}"
+            )
+        sizes = np.asarray(self.dataset.factors.sizes, dtype=np.float64)
+
+        def draw(count: int) -> tuple[np.ndarray, np.ndarray]:
+            first = self._sample(role, count, gen)
+            rates = np.full(count, rate) if rate is not None else gen.uniform(1.0, 10.0, count)
+            return first, _laplace_partner(r, first, free, sizes, rates, gen)
+
+        first, second = draw(n)
+        bad = np.flatnonzero(~self._accept(r, second))
+        for _ in range(_MAX_PAIR_ROUNDS):
+            if bad.size == 0:
+                return first, second
+            first[bad], second[bad] = draw(bad.size)
+            bad = bad[~self._accept(r, second[bad])]
+        raise ValueError(
+            f"split {self.name!r}, role {role!r}: could not find Laplace pairs with both "
+            f"members in the set after {_MAX_PAIR_ROUNDS} rounds"
+        )
+
     def check_nonempty(self) -> None:
         """Raise :class:`SelectorError`, naming the field, for a role that selects nothing,
         for a ``heldout`` set that shares combinations with the encoder set, or for an OOD
@@ -324,6 +372,41 @@ def _change_factors(
         # A shift by 1..m-1 positions (mod m) is uniform over the m-1 other allowed values.
         shifted = (current + gen.integers(1, m)) % m
         second[rows, col] = r.values[col, shifted]
+    return second
+
+
+def _laplace_partner(
+    r: _Role,
+    first: np.ndarray,
+    free: np.ndarray,
+    sizes: np.ndarray,
+    rates: np.ndarray,
+    gen: np.random.Generator,
+) -> np.ndarray:
+    """``first`` with each factor in ``free`` redrawn from the discretised Laplace of
+    `Split.sample_laplace_pairs` (row i at rate ``rates[i]``), inside the role's box, and one
+    free factor moved off its value in rows that did not change."""
+    second = first.copy()
+    rows = np.arange(first.shape[0])
+
+    def redraw(col: int, at: np.ndarray, exclude_start: bool) -> None:
+        values = r.values[col, : r.counts[col]]
+        start = first[at, col][:, None]
+        scale = np.log(sizes[col]) / rates[at][:, None]
+        weights = np.exp(-np.abs(values[None, :] - start) / scale)
+        if exclude_start:
+            weights[values[None, :] == start] = 0.0
+        cdf = np.cumsum(weights, axis=1)
+        u = gen.random(at.size)[:, None] * cdf[:, -1:]
+        second[at, col] = values[np.minimum((cdf <= u).sum(axis=1), values.size - 1)]
+
+    for col in free:
+        redraw(int(col), rows, exclude_start=False)
+    same = np.flatnonzero((second == first).all(axis=1))
+    if same.size:
+        cols = free[gen.integers(0, free.size, size=same.size)]
+        for col in np.unique(cols):
+            redraw(int(col), same[cols == col], exclude_start=True)
     return second
 
 

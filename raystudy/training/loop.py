@@ -16,7 +16,7 @@ import torch
 
 from raystudy.data import GroundTruthDataset, Split
 from raystudy.data.composition import TRAIN_ROLES, sample_triples
-from raystudy.data.pairs import pair_k_problem, varying_in_encoder_set
+from raystudy.data.pairs import categorical_columns, pairs_problem, varying_in_encoder_set
 from raystudy.models import VAE, Batch, Objective, PairK, add_input_noise
 from raystudy.phases import phase
 from raystudy.spec import TrainConfig
@@ -78,8 +78,9 @@ class BatchSampler:
     Every batch carries the normalised factors (index / (size - 1)) of its images. With
     `pair_k` set, the batch holds pairs differing in that many factors; "random" draws k per
     pair uniformly in 1..K-1, K the number of factors that vary in the encoder set (Locatello
-    et al. 2020 draw it per pair too), grouping the pairs by k for `Split.sample_pairs`. With
-    `triples`, it holds composition triples inside the encoder set
+    et al. 2020 draw it per pair too), grouping the pairs by k for `Split.sample_pairs`;
+    "laplace" draws SlowVAE's transitions at `laplace_rate` (`Split.sample_laplace_pairs`, the
+    dataset's categorical factors kept). With `triples`, it holds composition triples inside the encoder set
     (`raystudy.data.composition`, rendered in one call: reference, transform, target).
     """
 
@@ -95,6 +96,7 @@ class BatchSampler:
         noise_sd: tuple[float, float] = (0.05, 0.1),
         memory_format: torch.memory_format = torch.contiguous_format,
         triples: bool = False,
+        laplace_rate: float | None = None,
     ) -> None:
         if triples and pair_k is not None:
             raise ValueError("a batch holds pairs or composition triples, not both")
@@ -107,7 +109,9 @@ class BatchSampler:
         sizes = torch.tensor(dataset.factors.sizes, dtype=torch.float32, device=device)
         self.scale = 1.0 / (sizes - 1.0).clamp(min=1.0)
         self.varying = varying_in_encoder_set(dataset, split)
-        problem = pair_k_problem(pair_k, self.varying, split)
+        self.laplace_rate = laplace_rate
+        self.fixed = categorical_columns(dataset)
+        problem = pairs_problem(pair_k, dataset, split)
         if problem is not None:
             raise ValueError(problem)
 
@@ -122,6 +126,7 @@ class BatchSampler:
         rng: np.random.Generator,
         memory_format: torch.memory_format = torch.contiguous_format,
         triples: bool = False,
+        laplace_rate: float | None = None,
     ) -> BatchSampler:
         """The sampler a training run with `config` draws its batches from."""
         return cls(
@@ -135,6 +140,7 @@ class BatchSampler:
             noise_sd=(config.input_noise_pixel_sd, config.input_noise_grey_sd),
             memory_format=memory_format,
             triples=triples,
+            laplace_rate=laplace_rate,
         )
 
     def _images(self, indices: np.ndarray) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -145,6 +151,10 @@ class BatchSampler:
         return noisy, clean, idx.float() * self.scale
 
     def _pairs(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        if self.pair_k == "laplace":
+            return self.split.sample_laplace_pairs(
+                "encoder", n, self.laplace_rate, self.fixed, self.rng
+            )
         if self.pair_k != "random":
             assert isinstance(self.pair_k, int)
             return self.split.sample_pairs("encoder", n, self.pair_k, self.rng)
@@ -279,6 +289,7 @@ def train(
         rng,
         memory_format=layout,
         triples=objective.triples,
+        laplace_rate=objective.laplace_rate,
     )
     window = ReportWindow(1, device, [history])
     history = window.histories[0]

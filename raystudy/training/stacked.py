@@ -235,7 +235,14 @@ def train_stacked(
 
     samplers = [
         BatchSampler.for_training(
-            dataset, split, config, objective.pair_k, device, rng, triples=objective.triples
+            dataset,
+            split,
+            config,
+            objective.pair_k,
+            device,
+            rng,
+            triples=objective.triples,
+            laplace_rate=objective.laplace_rate,
         )
         for rng in rngs
     ]

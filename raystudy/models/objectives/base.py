@@ -40,8 +40,9 @@ from torch import nn
 from raystudy.models.vae import VAE
 from raystudy.spec import StrictConfig
 
-#: How many factors differ within a pair: a fixed number, or "random" (uniform in 1..K-1).
-PairK = int | Literal["random"]
+#: How a pair's second image differs: in a fixed number of factors, in "random" many (uniform
+#: in 1..K-1), or by SlowVAE's "laplace" transitions (`Objective.laplace_rate`).
+PairK = int | Literal["random", "laplace"]
 
 
 @dataclass
@@ -142,6 +143,12 @@ class Objective(ABC):
     @property
     def pair_k(self) -> PairK | None:
         """Factors changed within a pair; None for objectives that train on single images."""
+        return None
+
+    @property
+    def laplace_rate(self) -> float | None:
+        """The rate of "laplace" pairs' transitions (`Split.sample_laplace_pairs`); None
+        draws one per pair in [1, 10]. Read only when `pair_k` is "laplace"."""
         return None
 
     def decoder_head(self, latent_dim: int) -> nn.Module | None:

@@ -39,11 +39,13 @@ Pairs. The code's loader (`scripts/dataset.py`, `TupleLoader`) draws the second 
 of two modes: by default each factor from a discretised Laplace around the first frame's value
 (scale log(size) / rate_data, categorical factors such as shape kept, at least one factor
 changed); or, with `--data-distribution uniform`, exactly k factors changed to another value,
-k drawn uniformly in 1..K-1 per pair with `--data-k -1`. raystudy's pairs are the weak
-objectives' (`weak.py`, drawn inside the split's encoder set by `Split.sample_pairs`): the
-second mode, with `k: random` (the default here) as `--data-k -1`. The first mode's Laplace
-transitions, under which the second frame is usually close to the first, are not drawn:
-raystudy's pair sampler has no such draw.
+k drawn uniformly in 1..K-1 per pair with `--data-k -1`. raystudy draws both, inside the split's
+encoder set: `data_distribution: uniform` (the default here) is the second mode, the weak
+objectives' pairs (`weak.py`, `Split.sample_pairs`), with `k: random` as `--data-k -1`;
+`data_distribution: laplace` is the first (`Split.sample_laplace_pairs`), with `rate_data`
+as `--rate-data` (default 1, `random` for `-1`) and the categorical factors of
+`raystudy.data.pairs.CATEGORICAL_FACTORS` kept. raystudy's default stays the uniform mode,
+which its studies trained before the Laplace draw existed.
 
 Reported extra: `kl_laplace` (the term above); `kl` is mean_images KL_N.
 """
@@ -105,7 +107,18 @@ class SlowVAEParams(ObjectiveParams):
     )
     k: Annotated[int, Field(ge=1, strict=True)] | Literal["random"] = Field(
         "random",
-        description="factors that differ within a pair; random: uniform in 1..K-1 per pair",
+        description="factors that differ within a pair (data_distribution uniform); random: "
+        "uniform in 1..K-1 per pair",
+    )
+    data_distribution: Literal["uniform", "laplace"] = Field(
+        "uniform",
+        description="how a pair's second frame is drawn: uniform (k factors changed) or "
+        "laplace (each factor from a Laplace around the first's value, the release's default)",
+    )
+    rate_data: Annotated[float, Field(gt=0.0)] | Literal["random"] = Field(
+        1.0,
+        description="rate of the laplace pairs' transitions (larger: closer frames); random: "
+        "uniform in [1, 10] per pair",
     )
 
 
@@ -118,10 +131,16 @@ class SlowVAE(Objective):
     gamma: float
     rate: float
     k: PairK
+    data_distribution: str
+    rate_data: float | str
 
     @property
     def pair_k(self) -> PairK:
-        return self.k
+        return "laplace" if self.data_distribution == "laplace" else self.k
+
+    @property
+    def laplace_rate(self) -> float | None:
+        return None if self.rate_data == "random" else float(self.rate_data)
 
     def __call__(
         self, model: VAE, batch: Batch, *, step: int = 0, kl_weight: float = 1.0
