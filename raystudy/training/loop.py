@@ -80,8 +80,9 @@ class BatchSampler:
     pair uniformly in 1..K-1, K the number of factors that vary in the encoder set (Locatello
     et al. 2020 draw it per pair too), grouping the pairs by k for `Split.sample_pairs`;
     "laplace" draws SlowVAE's transitions at `laplace_rate` (`Split.sample_laplace_pairs`, the
-    dataset's categorical factors kept). With `triples`, it holds composition triples inside the encoder set
-    (`raystudy.data.composition`, rendered in one call: reference, transform, target).
+    dataset's categorical factors kept). With `triples`, it holds composition triples inside
+    the encoder set (`raystudy.data.composition`, rendered in one call: reference, transform,
+    target).
     """
 
     def __init__(
