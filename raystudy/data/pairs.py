@@ -53,22 +53,16 @@ def pair_k_problem(pair_k: int | str | None, varying: int, split: Split) -> str 
     return None
 
 
-def laplace_problem(free: int, split: Split) -> str | None:
-    """Why Laplace pairs cannot be drawn from the split's encoder set, in which `free`
-    factors can change (`laplace_free`), or None."""
-    if free >= 1:
-        return None
-    return (
-        f"Laplace pairs need a factor that varies in split {split.name!r}'s encoder set and is "
-        f"not categorical ({', '.join(sorted(CATEGORICAL_FACTORS))}); it has none"
-    )
-
-
 def pairs_problem(
     pair_k: int | str | None, dataset: GroundTruthDataset, split: Split
 ) -> str | None:
     """Why an objective's pairs (`pair_k`: k, ``random`` or ``laplace``) cannot be drawn
     from the split's encoder set, or None."""
     if pair_k == "laplace":
-        return laplace_problem(laplace_free(dataset, split), split)
+        if laplace_free(dataset, split) >= 1:
+            return None
+        return (
+            f"Laplace pairs need a factor that varies in split {split.name!r}'s encoder set "
+            f"and is not categorical ({', '.join(sorted(CATEGORICAL_FACTORS))}); it has none"
+        )
     return pair_k_problem(pair_k, varying_in_encoder_set(dataset, split), split)
