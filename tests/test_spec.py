@@ -49,6 +49,61 @@ def test_grid_alternatives_axes_and_literal_lists() -> None:
     assert expand_grid({}) == [{}]
 
 
+def test_grid_also_adds_blocks_with_some_axes_replaced_and_not_crossed(tmp_path: Path) -> None:
+    spec = load_spec(
+        write(
+            tmp_path,
+            "name: s\ndataset: {name: dsprites}\nmodel: {objective: beta_vae}\n"
+            "grid:\n  dataset: [{name: dsprites}, {name: shapes3d}]\n"
+            "  split: [montero2022_r2e, montero2022_extrp]\n  seed: [0, 1]\n"
+            "  also:\n    - {dataset: [{name: mpi3d}],"
+            " split: [montero2022_r2e, montero2022_objc_gt3]}\n"
+            "    - {dataset: [{name: mpi3d}], split: [montero2022_extrp],"
+            " model: [{objective: beta_vae, beta: [2]}]}\n",
+        )
+    )
+    cells = [
+        (t.dataset.name, t.split, t.model.options.get("beta", 1), t.seed) for t in spec.trials()
+    ]
+    assert len(cells) == spec.num_trials() == 8 + 4 + 2
+    # The block's split is MPI3D's alone; the block's new key is an axis of that block only.
+    assert {c[1] for c in cells if c[0] != "mpi3d"} == {"montero2022_r2e", "montero2022_extrp"}
+    assert {(c[1], c[2]) for c in cells if c[0] == "mpi3d"} == {
+        ("montero2022_r2e", 1.0),
+        ("montero2022_objc_gt3", 1.0),
+        ("montero2022_extrp", 2.0),
+    }
+    assert {c[3] for c in cells} == {0, 1}  # the grid's other axes cross each block
+    # --set grid.also=[] leaves the grid's own product.
+    spec_path = tmp_path / "study.yaml"
+    assert load_spec(spec_path, ["grid.also=[]"]).num_trials() == 8
+    # A block repeating a grid point trains nothing twice: refused, naming the grid.
+    text = spec_path.read_text().replace(
+        "{dataset: [{name: mpi3d}], split: [montero2022_r2e",
+        "{dataset: [{name: dsprites}], split: [montero2022_r2e",
+    )
+    with pytest.raises(SpecError, match="grid"):
+        load_spec(write(tmp_path, text, "repeat.yaml"))
+
+
+@pytest.mark.parametrize(
+    ("also", "message"),
+    [
+        ("also: {dataset: [{name: mpi3d}]}", "grid.also is a list of grid blocks"),
+        ("also: [{}]", "grid.also is a list of grid blocks"),
+        ("also: [{also: [{seed: [1]}]}]", r"grid.also\[0\] holds its own `also`"),
+        ("also: [{modle: {objective: vae}}]", r"grid.also\[0\].modle"),
+    ],
+)
+def test_grid_also_refuses_what_is_not_a_list_of_blocks(
+    tmp_path: Path, also: str, message: str
+) -> None:
+    path = write(tmp_path, f"name: s\ngrid:\n  seed: [0]\n  {also}\n")
+    with pytest.raises(SpecError, match=message) as info:
+        load_spec(path)
+    assert str(path) in str(info.value)
+
+
 def test_a_models_own_learning_rate_is_the_one_its_trials_train_at(tmp_path: Path) -> None:
     spec = load_spec(
         write(

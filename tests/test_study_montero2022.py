@@ -23,6 +23,7 @@ SMALL = [
     "model.latent_dim=4",
     "grid.dataset=[{name: shapes3d}]",
     "grid.split=[montero2022_r2r]",
+    "grid.also=[]",
     "grid.model=[{objective: lie_group_vae, group_matrix_dim: 4}]",
     "grid.seed=[0]",
     "evaluation.metrics=[mig]",

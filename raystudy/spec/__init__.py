@@ -12,7 +12,15 @@ and metrics. Modules: `trial_config` and `study_spec` (the schema), `grid` (expa
 (error reporting), `validate` (the schema's whole-spec checks).
 """
 
-from raystudy.spec.grid import count_grid, deep_merge, expand_grid, flatten, varying
+from raystudy.spec.grid import (
+    count_grid,
+    deep_merge,
+    expand_grid,
+    flatten,
+    grid_points,
+    grid_size,
+    varying,
+)
 from raystudy.spec.problems import SpecError
 from raystudy.spec.study_spec import (
     ALLOWED_TRACKING_URIS,
@@ -80,6 +88,8 @@ __all__ = [
     "deep_merge",
     "expand_grid",
     "flatten",
+    "grid_points",
+    "grid_size",
     "option_problem",
     "parse_options",
     "parse_yaml",

@@ -1,7 +1,10 @@
 """Grid expansion and the dotted-key helpers a spec's grid points are made of.
 
 A mapping is the product of its values, a list the union of its items; `flatten` turns a
-nested point into `model.beta`-style keys (MLflow params, labels, tables).
+nested point into `model.beta`-style keys (MLflow params, labels, tables). A study's grid may
+add blocks under `also`: each is the grid with some axes replaced, so that a condition that
+exists on one dataset only (Montero 2022's MPI3D variants) joins a grid that crosses datasets
+with conditions without being crossed with the others.
 """
 
 from __future__ import annotations
@@ -33,6 +36,27 @@ def expand_grid(node: Any) -> list[Any]:
                 out.append(item)
         return out
     return [node]
+
+
+#: The grid key whose blocks are added to the grid's own product (`grid_points`).
+ALSO = "also"
+
+
+def grid_points(grid: Mapping[str, Any]) -> list[Any]:
+    """A study grid's points: the product of its axes, then for each block of `also` the
+    product of the axes with the block's axes in place of the grid's (a block's new keys are
+    axes of that block only)."""
+    main = {k: v for k, v in grid.items() if k != ALSO}
+    points = expand_grid(main)
+    for block in grid.get(ALSO) or []:
+        points.extend(expand_grid({**main, **block}))
+    return points
+
+
+def grid_size(grid: Mapping[str, Any]) -> int:
+    """How many points `grid_points(grid)` returns, without expanding it."""
+    main = {k: v for k, v in grid.items() if k != ALSO}
+    return count_grid(main) + sum(count_grid({**main, **b}) for b in grid.get(ALSO) or [])
 
 
 def count_grid(node: Any) -> int:

@@ -14,7 +14,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from raystudy.keys import train_key
-from raystudy.spec.grid import deep_merge, expand_grid, flatten
+from raystudy.spec.grid import ALSO, deep_merge, flatten, grid_points
 from raystudy.spec.search_space import check_space, random_points
 from raystudy.spec.trial_config import (
     NAME_MAX_LENGTH,
@@ -332,6 +332,22 @@ class StudySpec(_TrialFields):
     resources: ResourcesConfig = Field(default_factory=ResourcesConfig)
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
 
+    @field_validator("grid")
+    @classmethod
+    def _also_blocks(cls, grid: dict[str, Any]) -> dict[str, Any]:
+        blocks = grid.get(ALSO)
+        if blocks is None:
+            return grid
+        if not isinstance(blocks, list) or not all(isinstance(b, dict) and b for b in blocks):
+            raise ValueError(
+                f"grid.{ALSO} is a list of grid blocks, each a mapping of axes that replace the "
+                f"grid's own (e.g. also: [{{dataset: [mpi3d], split: [...]}}]); got {blocks!r}"
+            )
+        nested = [i for i, b in enumerate(blocks) if ALSO in b]
+        if nested:
+            raise ValueError(f"grid.{ALSO}[{nested[0]}] holds its own `{ALSO}`: blocks do not nest")
+        return grid
+
     def base(self) -> dict[str, Any]:
         dumped = self.model_dump(mode="json")
         return {k: dumped[k] for k in TRIAL_FIELDS}
@@ -347,7 +363,7 @@ class StudySpec(_TrialFields):
             return random_points(self.search.space, self.search.num_samples, self.search.seed)
         if self.search.method == "optuna":
             return []
-        return expand_grid(self.grid)
+        return grid_points(self.grid)
 
     def num_trials(self) -> int:
         """Models the study trains (one MLflow run each)."""

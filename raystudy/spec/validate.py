@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from raystudy.spec.grid import count_grid, deep_merge, flatten
+from raystudy.spec.grid import ALSO, deep_merge, flatten, grid_size
 from raystudy.spec.problems import (
     SpecError,
     distinct,
@@ -80,7 +80,10 @@ def validate_schema(
     except ValidationError as exc:
         raise SpecError(source, problems_of(exc, root=StudySpec)) from None
     option_names = all_options(options) if options is not None else None
-    unknown = unknown_fields(spec.grid, TrialConfig, "grid", option_names)
+    main = {k: v for k, v in spec.grid.items() if k != ALSO}
+    unknown = unknown_fields(main, TrialConfig, "grid", option_names)
+    for i, block in enumerate(spec.grid.get(ALSO) or []):
+        unknown += unknown_fields(block, TrialConfig, f"grid.{ALSO}[{i}]", option_names)
     unknown += unknown_fields(spec.search.space, TrialConfig, "search.space", option_names)
     if unknown:
         raise SpecError(source, [(u.split(": ", 1)[0], u.split(": ", 1)[1]) for u in unknown])
@@ -94,7 +97,7 @@ def validate_schema(
                 )
             ],
         )
-    size = count_grid(spec.grid) if spec.search.method == "grid" else spec.search.num_samples
+    size = grid_size(spec.grid) if spec.search.method == "grid" else spec.search.num_samples
     if size > MAX_TRIALS:
         field = "grid" if spec.search.method == "grid" else "search.num_samples"
         raise SpecError(
