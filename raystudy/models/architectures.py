@@ -15,8 +15,9 @@ reads (LieGroupVAE's group features).
 - Schott et al.'s (2022) networks trained from scratch, each with the `vanilla_cnn` decoder:
   `vanilla_cnn` (their CNN, SlowVAE's encoder), `coordconv`, `spatial_transformer`
   (`vanilla_cnn.py`), `rotation_eq` (P4 group convolutions, `p4cnn.py`), and the ImageNet
-  networks `resnet50`, `resnet101`, `densenet121` in torchvision's layout, which the
-  `supervised_pretrained` objective starts from a user's weights file (`imagenet_nets.py`).
+  networks `resnet50`, `resnet101`, `densenet121` in torchvision's layout and BiT's
+  ResNet-v2s `bit_resnet50`, `bit_resnet101`, which the `supervised_pretrained` objective
+  starts from a user's weights file (`imagenet_nets.py`, `bit_resnet.py`).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from torch import nn
 
 from raystudy.models import cnnvae
 from raystudy.models.conv import ConvDecoder, ConvEncoder
-from raystudy.models.imagenet_nets import densenet121_encoder, resnet_encoder
+from raystudy.models.imagenet_nets import bit_encoder, densenet121_encoder, resnet_encoder
 from raystudy.models.mlp import MLPDecoder, MLPEncoder
 from raystudy.models.p4cnn import RotationEqEncoder
 from raystudy.models.resnet import ResNetDecoder, ResNetEncoder
@@ -146,5 +147,23 @@ def densenet121(
     channels: int, latent_dim: int, resolution: int, decoder_input_dim: int
 ) -> tuple[nn.Module, nn.Module]:
     return densenet121_encoder(channels, latent_dim), VanillaDecoder(
+        channels, decoder_input_dim, resolution
+    )
+
+
+@ARCHITECTURES.register("bit_resnet50")
+def bit_resnet50(
+    channels: int, latent_dim: int, resolution: int, decoder_input_dim: int
+) -> tuple[nn.Module, nn.Module]:
+    return bit_encoder("bit_resnet50", channels, latent_dim), VanillaDecoder(
+        channels, decoder_input_dim, resolution
+    )
+
+
+@ARCHITECTURES.register("bit_resnet101")
+def bit_resnet101(
+    channels: int, latent_dim: int, resolution: int, decoder_input_dim: int
+) -> tuple[nn.Module, nn.Module]:
+    return bit_encoder("bit_resnet101", channels, latent_dim), VanillaDecoder(
         channels, decoder_input_dim, resolution
     )

@@ -20,13 +20,15 @@ whatever the dataset. The images keep the dataset's resolution (64 px: the last 
 The decoder (for eval/* and the reconstructions figure only; Schott et al.'s models have
 none) is the `vanilla_cnn` one.
 
-What does not load: the ImageNet-21k ResNets of Schott et al.'s transfer models (BiT-M,
-Kolesnikov et al. 2020) are pre-activation ResNet-v2s with group normalisation and weight
-standardisation, another network with other names; only torchvision-layout weights load.
+The ImageNet-21k ResNets of Schott et al.'s transfer models (BiT-M, Kolesnikov et al. 2020)
+are another network, pre-activation ResNet-v2s with group normalisation and weight
+standardisation: `bit_resnet50` and `bit_resnet101` (`raystudy.models.bit_resnet`), which load
+BiT's own release files; `load_imagenet_weights` takes either kind of file for its network.
 """
 
 from __future__ import annotations
 
+import pickle
 import re
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -35,6 +37,8 @@ from pathlib import Path
 import torch
 from torch import nn
 from torch.nn import functional as F
+
+from raystudy.models.bit_resnet import BIT_LAYERS, BiTBackbone, load_bit_weights
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -207,8 +211,11 @@ class ImageNetEncoder(nn.Module):
             x = x.expand(-1, 3, -1, -1)
         # Constants made here, not buffers: the model's state (checkpoints, the stacked
         # trainer's stacked buffers) holds only what trains or tracks statistics.
-        mean = torch.tensor(IMAGENET_MEAN, device=x.device, dtype=x.dtype).view(1, 3, 1, 1)
-        std = torch.tensor(IMAGENET_STD, device=x.device, dtype=x.dtype).view(1, 3, 1, 1)
+        # Each network's own input scaling (ImageNet's statistics, BiT's [-1, 1]).
+        mean_rgb = getattr(self.backbone, "input_mean", IMAGENET_MEAN)
+        std_rgb = getattr(self.backbone, "input_std", IMAGENET_STD)
+        mean = torch.tensor(mean_rgb, device=x.device, dtype=x.dtype).view(1, 3, 1, 1)
+        std = torch.tensor(std_rgb, device=x.device, dtype=x.dtype).view(1, 3, 1, 1)
         h = self.backbone((x - mean) / std)
         return self.mean(h), self.logvar(h)
 
@@ -220,6 +227,11 @@ def resnet_encoder(name: str, channels: int, latent_dim: int) -> ImageNetEncoder
 
 def densenet121_encoder(channels: int, latent_dim: int) -> ImageNetEncoder:
     return ImageNetEncoder(DenseNetBackbone(), channels, latent_dim)
+
+
+def bit_encoder(name: str, channels: int, latent_dim: int) -> ImageNetEncoder:
+    """`bit_resnet50` or `bit_resnet101` as an encoder."""
+    return ImageNetEncoder(BiTBackbone(BIT_LAYERS[name]), channels, latent_dim)
 
 
 def _backbone_state(raw: object, path: Path) -> dict[str, torch.Tensor]:
@@ -244,18 +256,31 @@ def _backbone_state(raw: object, path: Path) -> dict[str, torch.Tensor]:
 
 def load_imagenet_weights(encoder: nn.Module, path: str | Path) -> None:
     """Load a torchvision state dict (`torch.save(torchvision_model.state_dict(), path)`) of
-    the encoder's network into `encoder.backbone`, every name and shape checked: ValueError
-    naming the file and the first names that differ. The classifier's weights are ignored."""
+    the encoder's network into `encoder.backbone`, or for the BiT networks BiT's release file
+    (`load_bit_weights`), every name and shape checked: ValueError naming the file and the
+    first names that differ. The classifier's weights are ignored."""
     path = Path(path).expanduser()
     backbone = getattr(encoder, "backbone", None)
     if not isinstance(encoder, ImageNetEncoder) or backbone is None:
         raise ValueError(
             f"weights file {path}: only the ImageNet architectures (resnet50, resnet101, "
-            f"densenet121) load ImageNet weights, not {type(encoder).__name__}"
+            f"densenet121, bit_resnet50, bit_resnet101) load ImageNet weights, not "
+            f"{type(encoder).__name__}"
         )
     if not path.is_file():
         raise ValueError(f"weights file {path} does not exist (nothing is downloaded)")
-    state = _backbone_state(torch.load(path, map_location="cpu", weights_only=True), path)
+    if isinstance(backbone, BiTBackbone):
+        load_bit_weights(backbone, path)
+        return
+    try:
+        raw = torch.load(path, map_location="cpu", weights_only=True)
+    except (RuntimeError, OSError, EOFError, pickle.UnpicklingError) as exc:
+        raise ValueError(
+            f"weights file {path}: not a file torch.save wrote ({type(exc).__name__}); "
+            f"{type(backbone).__name__} takes a torchvision state dict (BiT's .npz files are "
+            "for bit_resnet50 and bit_resnet101)"
+        ) from None
+    state = _backbone_state(raw, path)
     own = backbone.state_dict()
     for key in set(own) - set(state):
         # Files saved before batch norm counted its batches have no count: keep the network's.

@@ -6,16 +6,18 @@ a decoder trained on the detached code), all of the network trained. Before the 
 the encoder's network takes the weights of the file `weights` (`setup`, so a resumed trial's
 checkpoint then overwrites them): a state dict as torchvision saves it,
 `torch.save(torchvision.models.resnet50(weights=...).state_dict(), path)`, for the
-architectures `resnet50`, `resnet101` and `densenet121` (`raystudy.models.imagenet_nets`,
-which checks every name and shape; the ImageNet classifier is ignored). Nothing is downloaded
+architectures `resnet50`, `resnet101` and `densenet121` (`raystudy.models.imagenet_nets`), and
+BiT's release file as it is (`BiT-M-R50x1.npz`, `BiT-M-R101x1.npz`) for `bit_resnet50` and
+`bit_resnet101` (`raystudy.models.bit_resnet`); every name and shape is checked and the
+classifier ignored. Nothing is downloaded
 at run time: the file must exist on every machine a trial may run on, at the same absolute
 path, and a spec naming one that does not exist is refused before anything runs
 (`model.weights`). Without `weights` the model is `supervised` trained from scratch.
 
-Schott et al.'s transfer models are ResNet-50 and ResNet-101 pretrained on ImageNet-21k (BiT,
-Kolesnikov et al. 2020) and a DenseNet pretrained on ImageNet-1k; BiT's networks are not
-torchvision's and do not load here (`imagenet_nets.py`). Not stackable: the weights are
-loaded into the one model `setup` is given.
+Schott et al.'s transfer models are ResNet-50 and ResNet-101 pretrained on ImageNet-21k (BiT-M,
+Kolesnikov et al. 2020: `bit_resnet50`, `bit_resnet101` with BiT-M's files) and a DenseNet
+pretrained on ImageNet-1k (`densenet121` with torchvision's file). Not stackable: the weights
+are loaded into the one model `setup` is given.
 """
 
 from __future__ import annotations
@@ -36,8 +38,9 @@ from raystudy.models.vae import VAE
 class SupervisedPretrainedParams(ObjectiveParams):
     weights: str | None = Field(
         None,
-        description="absolute path of a torchvision ImageNet state dict the encoder starts "
-        "from (resnet50, resnet101, densenet121); null: from scratch",
+        description="absolute path of the weights the encoder starts from: a torchvision "
+        "ImageNet state dict (resnet50, resnet101, densenet121) or BiT's .npz (bit_resnet50, "
+        "bit_resnet101); null: from scratch",
     )
 
     @field_validator("weights")
@@ -53,7 +56,8 @@ class SupervisedPretrainedParams(ObjectiveParams):
         if not path.is_file():
             raise ValueError(
                 f"no weights file at {path}: give the path of an ImageNet state dict saved "
-                "with torch.save (nothing is downloaded at run time)"
+                "with torch.save, or of BiT's .npz for bit_resnet50/101 (nothing is "
+                "downloaded at run time)"
             )
         return v
 
