@@ -12,7 +12,6 @@ from typing import Annotated, Any
 import typer
 
 app = typer.Typer(
-    add_completion=False,
     no_args_is_help=True,
     help="Distributed studies of disentangled representations and their OOD transfer.",
 )
@@ -24,7 +23,21 @@ SetOpt = Annotated[
 ]
 AddressOpt = Annotated[
     str | None,
-    typer.Option(help="Ray cluster to join (auto, ray://host:10001); default: start a local one."),
+    typer.Option(
+        envvar="RAY_ADDRESS",
+        help="Ray cluster to join (auto, host:6379, ray://host:10001); default: $RAY_ADDRESS, "
+        "else start a local one.",
+    ),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
+TrackingOpt = Annotated[
+    str | None,
+    typer.Option(
+        envvar="MLFLOW_TRACKING_URI",
+        help="MLflow store of the study, in place of the spec's tracking.uri; from "
+        "$MLFLOW_TRACKING_URI only where the spec leaves tracking.uri null (default: sqlite "
+        "in the study folder).",
+    ),
 ]
 StudyArg = Annotated[str, typer.Argument(help="Study name (a folder under --output).")]
 VerboseOpt = Annotated[
@@ -39,6 +52,26 @@ VerboseOpt = Annotated[
 OverwriteOpt = Annotated[
     bool, typer.Option("--overwrite", help="Delete an existing study of the same name first.")
 ]
+
+
+def _version(shown: bool) -> None:
+    if shown:
+        from raystudy.study.driver import code_version
+
+        typer.echo(f"raystudy {code_version()}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Distributed studies of disentangled representations and their OOD transfer."""
 
 
 def _fail(message: str) -> None:
@@ -94,18 +127,45 @@ def _print(report: Any) -> None:
         raise typer.Exit(report.exit_code)
 
 
+def _from_environment(ctx: typer.Context, name: str) -> bool:
+    """Whether option `name` took its value from its environment variable (by the source's
+    name: Typer carries its own copy of click's enum)."""
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name == "ENVIRONMENT"
+
+
 def _run(
-    spec: Path, output: Path, overrides: list[str] | None, methods: tuple[str, ...], **kw: Any
+    ctx: typer.Context,
+    spec: Path,
+    output: Path,
+    overrides: list[str] | None,
+    methods: tuple[str, ...],
+    tracking_uri: str | None,
+    **kw: Any,
 ) -> None:
+    import json
+
     from raystudy.checks import load_spec
     from raystudy.spec import SpecError
     from raystudy.study.driver import check_search_method
     from raystudy.study.folder import StudyError
     from raystudy.study.report import outcome_report, start_line
     from raystudy.terminal.runs import run_watched
+    from raystudy.tracking.retry import shown
 
+    env_store = _from_environment(ctx, "tracking_uri")
     try:
         study_spec = load_spec(spec, overrides or [])
+        if tracking_uri is not None and not (env_store and study_spec.tracking.uri):
+            # Before the --sets, so that a --set tracking.uri still has the last word.
+            store = [f"tracking.uri={json.dumps(tracking_uri)}"]  # a YAML string, as given
+            try:
+                study_spec = load_spec(spec, [*store, *(overrides or [])])
+            except SpecError as exc:
+                source = "MLFLOW_TRACKING_URI" if env_store else "--tracking-uri"
+                _fail(f"{source}: {exc}")
+            if env_store:
+                typer.echo(f"MLflow store from MLFLOW_TRACKING_URI: {shown(tracking_uri)}")
         check_search_method(study_spec, spec, methods)
     except (SpecError, StudyError) as exc:
         _fail(str(exc))
@@ -122,29 +182,37 @@ def _run(
 
 @app.command()
 def run(
+    ctx: typer.Context,
     spec: Annotated[Path, typer.Argument(help="Study YAML file.")],
     address: AddressOpt = None,
     output: OutputOpt = Path("studies"),
     set_: SetOpt = None,
+    tracking_uri: TrackingOpt = None,
     overwrite: OverwriteOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
-    """Run every trial of a study (grid or random search) and log them to MLflow."""
+    """Run every trial of a study (grid, random or Optuna search) and log them to MLflow."""
     methods = ("grid", "random", "optuna")
-    _run(spec, output, set_, methods, address=address, overwrite=overwrite, verbose=verbose)
+    kw = {"address": address, "overwrite": overwrite, "verbose": verbose}
+    _run(ctx, spec, output, set_, methods, tracking_uri, **kw)
 
 
 @app.command()
 def optimize(
+    ctx: typer.Context,
     spec: Annotated[Path, typer.Argument(help="Study YAML file with search.method: optuna.")],
     address: AddressOpt = None,
     output: OutputOpt = Path("studies"),
     set_: SetOpt = None,
+    tracking_uri: TrackingOpt = None,
     overwrite: OverwriteOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
-    """Run an Optuna-guided search; the Optuna study persists beside the MLflow store."""
-    _run(spec, output, set_, ("optuna",), address=address, overwrite=overwrite, verbose=verbose)
+    """`run` that accepts Optuna searches only (search.method: optuna), so that a spec meant
+    for a guided search is never run as something else; the Optuna study persists beside the
+    MLflow store."""
+    kw = {"address": address, "overwrite": overwrite, "verbose": verbose}
+    _run(ctx, spec, output, set_, ("optuna",), tracking_uri, **kw)
 
 
 @app.command()
@@ -418,6 +486,53 @@ def evaluate(
     _print(done.report())
 
 
+# --- what a spec can name, and the spec's schema --------------------------------------------
+@app.command("list")
+def list_(
+    kind: Annotated[
+        str | None,
+        typer.Argument(
+            help="datasets, splits, objectives, architectures, metrics or probes; "
+            "default: every kind."
+        ),
+    ] = None,
+    json_: JsonOpt = False,
+) -> None:
+    """The names a study spec can use, kind by kind, with a line on each (an objective's
+    options with their defaults)."""
+    import dataclasses
+    import json
+
+    from raystudy.checks.listing import KINDS, entries, format_entries
+
+    try:
+        kinds = [kind] if kind is not None else list(KINDS)
+        listed = {k: entries(k) for k in kinds}
+    except ValueError as exc:
+        _fail(str(exc))
+    if json_:
+        typer.echo(json.dumps({k: [dataclasses.asdict(e) for e in v] for k, v in listed.items()}))
+        return
+    typer.echo("\n".join(format_entries(k, v) for k, v in listed.items()))
+
+
+@app.command()
+def schema(
+    out: Annotated[
+        Path | None, typer.Option("--out", help="File to write; default: print it.")
+    ] = None,
+) -> None:
+    """The study spec's JSON Schema, for editors (yaml-language-server) and other tools."""
+    from raystudy.spec.json_schema import schema_text
+
+    text = schema_text()
+    if out is None:
+        typer.echo(text, nl=False)
+        return
+    out.write_text(text)
+    typer.echo(f"JSON Schema of a study spec -> {out}")
+
+
 # --- datasets: look at the data before a study ---------------------------------------------
 datasets_app = typer.Typer(
     no_args_is_help=False,
@@ -428,11 +543,17 @@ app.add_typer(datasets_app, name="datasets")
 
 
 @datasets_app.callback()
-def datasets(ctx: typer.Context) -> None:
+def datasets(ctx: typer.Context, json_: JsonOpt = False) -> None:
     """List every dataset with its factors, sizes and domains."""
     if ctx.invoked_subcommand is None:
+        import dataclasses
+        import json
+
         from raystudy.data.catalog import catalog, format_catalog
 
+        if json_:
+            typer.echo(json.dumps([dataclasses.asdict(e) for e in catalog()]))
+            return
         typer.echo(format_catalog(catalog()))
 
 

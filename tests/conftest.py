@@ -9,6 +9,10 @@ import os
 import pytest
 
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+# `run` joins $RAY_ADDRESS and logs to $MLFLOW_TRACKING_URI: a developer's shell may export
+# either, and the tests start their own clusters and stores.
+for _variable in ("RAY_ADDRESS", "MLFLOW_TRACKING_URI"):
+    os.environ.pop(_variable, None)
 
 
 def fresh_ray() -> None:

@@ -8,6 +8,8 @@ complete its MLflow run when the store was unreachable while the trial ran.
 
 from __future__ import annotations
 
+import contextlib
+import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +22,9 @@ from mlflow.tracking import MlflowClient
 from raystudy.spec.url_secrets import expand
 from raystudy.tags import RESULT_ROLES, ROLE_TAG, TRIAL_RUNS, equals
 from raystudy.tracking.retry import check_reachable, reaching
+
+#: MLflow's variable for the process's store.
+TRACKING_URI_ENV = "MLFLOW_TRACKING_URI"
 
 
 def trial_runs(client: MlflowClient, experiment_id: str, condition: str = "") -> Iterator[Run]:
@@ -42,9 +47,8 @@ def trial_runs_table(uri: str, experiment_id: str) -> pd.DataFrame:
     `params.*`, `metrics.*` with each metric's latest value, `tags.*`). A server that does
     not answer is `TrackingUnreachable` in seconds, not after MLflow's retries."""
     check_reachable(uri)
-    mlflow.set_tracking_uri(expand(uri))
     frames = []
-    with reaching(uri):
+    with reaching(uri), _process_store(expand(uri)):
         for role in RESULT_ROLES:  # MLflow's tag filters have no IN
             frame = mlflow.search_runs(
                 experiment_ids=[experiment_id],
@@ -56,6 +60,22 @@ def trial_runs_table(uri: str, experiment_id: str) -> pd.DataFrame:
     if len(frames) < 2:
         return frames[0] if frames else frame
     return pd.concat(frames, ignore_index=True)
+
+
+@contextlib.contextmanager
+def _process_store(uri: str) -> Iterator[None]:
+    """`mlflow.search_runs` reads the process's store: set it for the block, then give
+    MLFLOW_TRACKING_URI back its value (MLflow's setter also exports it, and a later `raystudy
+    run` in this process, or any child process, would take it for the user's)."""
+    before = os.environ.get(TRACKING_URI_ENV)
+    mlflow.set_tracking_uri(uri)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(TRACKING_URI_ENV, None)
+        else:
+            os.environ[TRACKING_URI_ENV] = before
 
 
 @dataclass(frozen=True)
