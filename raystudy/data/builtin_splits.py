@@ -42,8 +42,8 @@ def dittadi_hues(
     ``photo`` domain (:mod:`raystudy.data.photo_domain`): photographed backgrounds, textures
     and light besides the camera effects, a shift input-noise training does not imitate.
     Option ``held_out`` chooses the 4 hues the encoder never sees (:mod:`raystudy.data.dittadi`):
-    ``fixed`` (1, 4, 7, 10; the default), ``paper`` (1, 2, 3, 8, the authors' set as a
-    third-party loader of their data lists it), ``per_seed`` (drawn from the trial's
+    ``fixed`` (1, 4, 7, 10; the default), ``paper`` (1, 2, 3, 8, the authors' set as the
+    loader in their data archive lists it), ``per_seed`` (drawn from the trial's
     ``seed``) or a list of 4 hues. The scenarios read the 8 training hues in ascending order,
     so OOD1-A fits on the lowest (red, hue 0, unless it is held out)."""
     if not isinstance(photo, bool):

@@ -7,20 +7,21 @@ What the paper says: "The training set for the VAEs contains 8 randomly chosen c
 (Table 1's caption) of 12 linearly spaced ones; OOD2-A tests on the other 4 (Sec. 5). It says
 nothing of drawing them per seed or per model, and the robot-finger data the authors
 published is one draw for every model: a simulated training set (`finger`) and the 4 other
-colours as a separate set (`finger_heldout_colors`). Which 8 colours: not read from the
-authors' files or code here (neither could be fetched), but from a third-party loader of
-that dataset in the public code index (its repository not identified), which lists them in
-RGB as red, rose, magenta, violet, azure, cyan, spring green and green, i.e. hues 0, 330,
+colours as a separate set (`finger_heldout_colors`). Which 8 colours: the loader the authors
+ship inside that data archive says (its docstring opens "This tar archive contains this
+README and the datasets used in the paper: A. Dittadi, F. Träuble, ... ICLR 2021"; read from a
+public copy of the file, the archive itself being a download). Its colour factor lists them
+in RGB as red, rose, magenta, violet, azure, cyan, spring green and green, i.e. hues 0, 330,
 300, 270, 210, 180, 150 and 120 degrees: hues 0, 4, 5, 6, 7, 9, 10 and 11 of raystudy's k/12
-(0 = red). The 4 held out would then be hues 1, 2, 3 and 8 (orange, yellow, chartreuse,
-blue); OOD1-A's probes train on red, which the paper names, which fits. ``paper`` is that
-reading, to be checked against the published files.
+(0 = red). The 4 held out are then hues 1, 2, 3 and 8 (orange, yellow, chartreuse, blue);
+OOD1-A's probes train on red, which the paper names, which fits. ``paper`` is that set (the
+images of `finger_heldout_colors` themselves were not seen here).
 
 The choices of `held_out`:
 
 - ``fixed`` (the default): hues 1, 4, 7, 10, every third hue from 1. raystudy's original set;
   a spec that writes ``split: dittadi_hues`` without options means it, as it always has.
-- ``paper``: hues 1, 2, 3, 8, the authors' one draw as read above (unverified).
+- ``paper``: hues 1, 2, 3, 8, the authors' one draw, as their archive's loader lists it.
 - ``per_seed``: 4 hues drawn from the trial's seed, a different draw per seed, the same for
   the same seed everywhere (see `per_seed_held_out`).
 - a list of 4 distinct hue indices in 0..11: that set.
