@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import subprocess
 import sys
@@ -170,6 +171,14 @@ def test_plan_command_without_calibration() -> None:
     assert result.exit_code == 0, result.output
     assert "8 trials" in result.output and "8 trials at once" in result.output
     assert "calibrating" not in result.output and "estimate:" not in result.output
+    as_json = CliRunner().invoke(
+        app, ["plan", str(SMOKE), "--no-calibrate", "--cpus", "16", "--gpus", "2", "--json"]
+    )
+    assert as_json.exit_code == 0, as_json.output
+    data = json.loads(as_json.stdout)
+    assert data["study"] == "smoke" and data["trials"] == 8 and data["concurrent"] == 8
+    assert sum(k["trials"] for k in data["kinds"]) == 8
+    assert data["trial_hours"] is None  # nothing calibrated, nothing estimated
 
 
 SHIPPED = sorted((ROOT / "search_spaces").glob("*.yaml"))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from raystudy.plan.estimate import Plan
 
 #: Kinds listed one per line; the rest are summed in one line.
@@ -127,3 +129,51 @@ def format_plan(plan: Plan, name: str) -> str:
             f"~{measured / max(1, plan.concurrent):.1f} h wall with {plan.concurrent} at once"
         )
     return "\n".join(lines)
+
+
+def plan_data(plan: Plan, name: str) -> dict[str, Any]:
+    """`format_plan`'s numbers as JSON-ready data (`raystudy plan --json`): the placement,
+    each kind of trial with its count and estimated seconds by part (and the study's own
+    measured seconds where its runs timed that kind), the totals, and how it was measured."""
+    kinds = []
+    for kind, count in plan.kinds.most_common():
+        cost = plan.costs.get(kind)
+        measured = plan.measured.get(kind)
+        kinds.append(
+            {
+                "kind": kind,
+                "trials": count,
+                "seconds": None if cost is None else cost.seconds,
+                "parts": None
+                if cost is None
+                else {
+                    "training": cost.training,
+                    "encoding": cost.encoding,
+                    "reconstruction": cost.reconstruction,
+                    "fitting": cost.fitting,
+                },
+                "measured_seconds": None if measured is None else measured.seconds,
+                "measured_runs": None if measured is None else measured.runs,
+            }
+        )
+    return {
+        "study": name,
+        "trials": plan.num_trials,
+        "per_trial": {"cpu": plan.cpu, "gpu": plan.gpu},
+        "cluster": {"cpus": plan.cluster_cpus, "gpus": plan.cluster_gpus},
+        "concurrent": plan.concurrent,
+        "trials_per_gpu": plan.trials_per_gpu,
+        "kinds": kinds,
+        "trial_hours": plan.total_trial_hours if plan.costs else None,
+        "wall_hours": plan.wall_hours if plan.costs else None,
+        "measured_trial_hours": plan.measured_trial_hours,
+        "measured_from": plan.measured_from,
+        "calibration": {
+            "device": plan.device,
+            "seconds": plan.calibration_seconds,
+            "budget_s": plan.budget_s,
+            "not_timed": dict(plan.not_timed),
+            "costed_from": dict(plan.costed_from),
+            "cached": dict(plan.cached),
+        },
+    }

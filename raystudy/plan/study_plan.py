@@ -4,6 +4,7 @@ budget) and returned as the text it prints."""
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from collections.abc import Callable, Sequence
@@ -13,7 +14,7 @@ from raystudy.checks import load_spec
 from raystudy.plan.cache import CalibrationCache, default_path
 from raystudy.plan.calibrate import Progress, calibration_budget
 from raystudy.plan.estimate import MeasuredRun, make_plan
-from raystudy.plan.report import format_plan
+from raystudy.plan.report import format_plan, plan_data
 from raystudy.spec import OptionError
 
 
@@ -29,13 +30,15 @@ def plan_study(
     recalibrate: bool = False,
     progress: Progress | None = None,
     measured: Callable[[str], tuple[list[MeasuredRun], str]] | None = None,
+    as_json: bool = False,
 ) -> str:
     """The plan of the study in `spec` (with `--set` `overrides`) on a cluster of `cpus`
     (default: this machine's) and `gpus`, timed `steps` training steps per batch size when
     `calibrate`, the whole within `budget` seconds of this process's start. OptionError for
     a cluster that cannot be, SpecError for a spec that does not validate. `measured`: the
     finished runs of a study of that name and where they were read (none when it has not
-    run), whose phase timings cost the kinds they ran (`make_plan`)."""
+    run), whose phase timings cost the kinds they ran (`make_plan`). `as_json`: the plan as
+    JSON (`plan_data`) instead of text."""
     # A cluster needs at least some CPU (min=0 would let 0 through), and a finite count.
     if cpus is not None and not (cpus > 0 and math.isfinite(cpus)):
         raise OptionError(
@@ -57,4 +60,6 @@ def plan_study(
         measured=runs,
         measured_from=where,
     )
+    if as_json:
+        return json.dumps(plan_data(result, study_spec.name))
     return format_plan(result, study_spec.name)
