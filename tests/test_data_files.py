@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pickle
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -341,3 +343,27 @@ def test_npz_members_are_what_numpy_writes(tmp_path: Path) -> None:
     with zipfile.ZipFile(a) as za, zipfile.ZipFile(b) as zb:
         assert za.getinfo("x.npy").compress_type == zipfile.ZIP_STORED
         assert zb.getinfo("x.npy").compress_type == zipfile.ZIP_DEFLATED
+
+
+def test_without_h5py_an_hdf5_file_says_which_extra_reads_it(tmp_path: Path) -> None:
+    """h5py is the `files` extra's: a process without it (here, one where importing it fails,
+    as on an install without the extra) is told so by the spec's dataset, not by a traceback;
+    the .npz datasets load there."""
+    path = tmp_path / "3dshapes.h5"
+    write_shapes(path, n=20)
+    npz = tmp_path / "dsprites.npz"
+    write_dsprites(npz)
+    script = f"""
+import sys
+sys.modules["h5py"] = None  # `import h5py` raises ImportError, as where it is not installed
+from raystudy.data import get_dataset
+from raystudy.data.file_arrays import DatasetFileError
+get_dataset("dsprites_file", path={str(npz)!r})
+try:
+    get_dataset("shapes3d_file", path={str(path)!r})
+except DatasetFileError as exc:
+    print(exc)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "needs h5py" in done.stdout and "pip install 'raystudy[files]'" in done.stdout

@@ -233,9 +233,22 @@ def _cached_member(
 # --- HDF5 --------------------------------------------------------------------------------
 
 
+def _h5py() -> Any:
+    """h5py, which only the HDF5 file datasets need (the `files` extra): a missing one is a
+    DatasetFileError saying how to install it, when the spec that names such a file loads."""
+    try:
+        import h5py
+    except ImportError:
+        raise DatasetFileError(
+            "reading an HDF5 dataset file (3dshapes' .h5) needs h5py, which raystudy installs "
+            "only with its `files` extra: pip install 'raystudy[files]' (or pip install h5py)"
+        ) from None
+    return h5py
+
+
 def h5_dataset_info(path: Path, key: str, expected: str) -> tuple[tuple[int, ...], np.dtype[Any]]:
     """Shape and dtype of an HDF5 dataset, without reading it."""
-    import h5py
+    h5py = _h5py()
 
     try:
         with h5py.File(path, "r") as f:
@@ -257,7 +270,7 @@ def h5_dataset_info(path: Path, key: str, expected: str) -> tuple[tuple[int, ...
 
 def h5_read(path: Path, key: str) -> np.ndarray:
     """One whole (small) HDF5 dataset, e.g. 3dshapes' labels."""
-    import h5py
+    h5py = _h5py()
 
     with h5py.File(path, "r") as f:
         return np.asarray(f[key][()])
@@ -282,9 +295,7 @@ class H5Rows:
         return np.asarray(self._file[self.key][unique])[inverse]
 
     def _open(self) -> None:
-        import h5py
-
-        f = h5py.File(self.path, "r")
+        f = _h5py().File(self.path, "r")
         dset = f[self.key]
         offset = dset.id.get_offset()
         if dset.chunks is None and dset.compression is None and offset is not None:
