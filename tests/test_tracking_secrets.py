@@ -185,7 +185,7 @@ def test_an_unreachable_store_is_said_without_the_expanded_password(
         ran = runner.invoke(app, ["run", str(SMOKE), "-o", str(tmp_path / "o"), "--set",
                                   f"tracking.uri={uri}"])  # fmt: skip
         said.append(ran.output)
-        assert ran.exit_code == 2 and "is unreachable" in ran.output, ran.output
+        assert ran.exit_code == 4 and "is unreachable" in ran.output, ran.output  # the store
         # a study whose store is that server: every command that reads it
         folder = tmp_path / "o" / "down"
         folder.mkdir(parents=True)
@@ -200,6 +200,7 @@ def test_an_unreachable_store_is_said_without_the_expanded_password(
             # without the folder's path, which holds this test's name
             words = " ".join(ran.output.replace(str(tmp_path), "TMP").split())
             assert "is unreachable" in words, (command, ran.output)
+            assert ran.exit_code == 4, (command, ran.exit_code)
     said += [r.getMessage() for r in caplog.records]
     said += list(capfd.readouterr())
     said += [p.read_text(errors="replace") for p in tmp_path.rglob("*") if p.is_file()]

@@ -149,7 +149,7 @@ def test_ui_names_the_store_that_lacks_the_study_before_starting_a_server(
     # study.json pointing at a store without its experiment.
     StudyInfo("gone", tmp_path / "gone", study.tracking_uri, "777", "abc", 1).write()
     result = CliRunner().invoke(app, ["ui", "gone", "-o", str(tmp_path), "--port", "1"])
-    assert result.exit_code == 2, result.output
+    assert result.exit_code == 4, result.output  # the store refuses
     assert study.tracking_uri in result.output and "No Experiment with id=777" in result.output
     assert "MLflow UI for" not in result.output
 

@@ -29,6 +29,8 @@ from raystudy.spec import ALLOWED_TRACKING_URIS, StudySpec
 from raystudy.study.folder import (
     SPEC_FILE,
     STUDY_FILE,
+    ClusterUnavailable,
+    StoreUnavailable,
     StudyError,
     StudyInfo,
     check_study_dir,
@@ -80,7 +82,7 @@ def _as_study_error(call: Callable[..., T], *args: Any) -> T:
     try:
         return call(*args)
     except TuneSetupError as exc:
-        raise StudyError(str(exc)) from None
+        raise ClusterUnavailable(str(exc)) from None
 
 
 @dataclass(frozen=True)
@@ -117,7 +119,7 @@ def trial_resources(spec: StudySpec) -> dict[str, float]:
     try:
         return cluster_request(want.cpu, want.gpu, want.autoscale, spec.name)
     except ResourceError as exc:
-        raise StudyError(str(exc)) from None
+        raise ClusterUnavailable(str(exc)) from None
 
 
 def check_search_method(spec: StudySpec, source: str | Path, methods: Sequence[str]) -> None:
@@ -226,10 +228,10 @@ def _disk_full(tracker: StudyTracker, info: StudyInfo, watch: FullDiskWatch | No
 
 def _tracking_error(exc: TrackingUnreachable | TrackingRejected) -> StudyError:
     if isinstance(exc, TrackingUnreachable):
-        return StudyError(f"{exc}: start the server (or fix tracking.uri) and run again")
+        return StoreUnavailable(f"{exc}: start the server (or fix tracking.uri) and run again")
     if isinstance(exc, TrackingVariableUnset):
         return StudyError(str(exc))
-    return StudyError(f"{exc}; allowed: {ALLOWED_TRACKING_URIS}")
+    return StoreUnavailable(f"{exc}; allowed: {ALLOWED_TRACKING_URIS}")
 
 
 def _start(
@@ -391,7 +393,7 @@ def _resume(
     except TrackingUnreachable as exc:
         raise _resume_unreachable(exc, info) from exc
     except TrackingRejected as exc:
-        raise StudyError(f"{exc} (recorded in {study_dir / STUDY_FILE})") from None
+        raise StoreUnavailable(f"{exc} (recorded in {study_dir / STUDY_FILE})") from None
     if not can_restore(tune_dir):
         raise StudyError(
             f"{tune_dir} holds no Tune state to resume (the study stopped before its first "
@@ -429,7 +431,7 @@ def restore_tune_state(study_dir: Path) -> None:
 
 
 def _resume_unreachable(exc: TrackingUnreachable, info: StudyInfo) -> StudyError:
-    return StudyError(
+    return StoreUnavailable(
         f"{exc}: start it and resume again; meanwhile `raystudy analyze {info.name} "
         "--from-tune` reads the finished trials from Tune's storage"
     )

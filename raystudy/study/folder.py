@@ -27,6 +27,34 @@ SPEC_FILE = "spec.yaml"
 class StudyError(RuntimeError):
     """A study that cannot start (or finish); the message says why and what to do."""
 
+    #: The command's exit status for it (docs/studies.md, "Exit codes"): 2, a mistake in what
+    #: was given (a spec, an option, a folder); the subclasses below have their own.
+    exit_code = 2
+
+
+class StudyNotFound(StudyError):
+    """No study of that name under --output."""
+
+    exit_code = 3
+
+
+class StoreUnavailable(StudyError):
+    """The study's MLflow store cannot be reached, refuses it, or is gone."""
+
+    exit_code = 4
+
+
+class ClusterUnavailable(StudyError):
+    """Ray cannot be joined or started as asked, or no node can hold a trial."""
+
+    exit_code = 5
+
+
+class StudyBusy(StudyError):
+    """Another driver (`run`, `resume`, `rescore`) holds the study."""
+
+    exit_code = 6
+
 
 @dataclass(frozen=True)
 class StudyInfo:
@@ -57,10 +85,14 @@ class StudyInfo:
         os.replace(partial, path)
 
     @classmethod
-    def read(cls, study_dir: Path) -> StudyInfo:
+    def read(cls, study_dir: Path, moved_ok: bool = False) -> StudyInfo:
+        """The study.json of `study_dir`. A folder moved or copied away from the one it
+        records, with its sqlite store inside, is a StudyError naming `raystudy relocate`
+        (read as it is, it would report the old folder's store, or an empty new one);
+        `moved_ok` reads it anyway (`relocate` itself)."""
         path = study_dir / STUDY_FILE
         if not path.is_file():
-            raise StudyError(
+            raise StudyNotFound(
                 f"{study_dir} is not a raystudy study (no {STUDY_FILE}); "
                 f"`raystudy run SPEC --output {study_dir.parent}` creates one"
             )
@@ -102,7 +134,16 @@ class StudyInfo:
         # fields before (num_models), and a study written by a newer raystudy should still be
         # readable here; everything this version needs was checked above.
         known = {field: data[key] for field, key in names.items() if field in _INFO_TYPES}
-        return cls(**{**known, "study_dir": Path(data["study_dir"])})
+        info = cls(**{**known, "study_dir": Path(data["study_dir"])})
+        here = study_dir.resolve()
+        inside = info.tracking_uri.startswith(f"sqlite:///{info.study_dir}/")
+        if not moved_ok and inside and info.study_dir.resolve() != here:
+            raise StudyError(
+                f"{path} records the folder {info.study_dir}, and its store in it, but this is "
+                f"{here}: the study was moved or copied. `raystudy relocate {here.name} "
+                f"--output {here.parent}` points it here"
+            )
+        return info
 
 
 #: study.json's fields: the JSON types each may have, and how a message names them.
@@ -130,9 +171,10 @@ def check_store(info: StudyInfo) -> None:
     empty one there and report no runs."""
     store = info.tracking_uri.removeprefix("sqlite:///")
     if info.tracking_uri.startswith("sqlite:///") and not Path(store).is_file():
-        raise StudyError(
+        raise StoreUnavailable(
             f"the MLflow store of study {info.name!r} is missing: {store} (study.json records "
-            "absolute paths: was the study folder moved or copied?)"
+            "absolute paths: was the study folder moved or copied? `raystudy relocate` in its "
+            "new place points it there)"
         )
 
 

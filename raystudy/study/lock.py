@@ -22,7 +22,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from raystudy.study.folder import StudyError
+from raystudy.study.folder import StudyBusy
 
 LOCK_FILE = "driver.lock"
 
@@ -38,7 +38,7 @@ def holder(study_dir: Path) -> dict[str, object] | None:
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise StudyError(f"{path}: cannot read the study's driver lock ({exc.strerror})") from None
+        raise StudyBusy(f"{path}: cannot read the study's driver lock ({exc.strerror})") from None
     try:
         record = _record(fd)
         try:
@@ -55,15 +55,15 @@ def holder(study_dir: Path) -> dict[str, object] | None:
 
 
 def refuse_if_driven(study_dir: Path, doing: str) -> None:
-    """StudyError naming the live driver's pid and host when the study has one."""
+    """StudyBusy naming the live driver's pid and host when the study has one."""
     record = holder(study_dir)
     if record is not None:
-        raise StudyError(_refusal(study_dir, record, doing))
+        raise StudyBusy(_refusal(study_dir, record, doing))
 
 
 @contextlib.contextmanager
 def driver_lock(study_dir: Path, doing: str) -> Iterator[None]:
-    """Hold the study's lock while the body runs; StudyError naming the holder when another
+    """Hold the study's lock while the body runs; StudyBusy naming the holder when another
     driver has it. The lock file stays (with no lock on it) when the body ends."""
     path = study_dir / LOCK_FILE
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -71,10 +71,10 @@ def driver_lock(study_dir: Path, doing: str) -> Iterator[None]:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise StudyError(_refusal(study_dir, _record(fd) or {}, doing)) from None
+            raise StudyBusy(_refusal(study_dir, _record(fd) or {}, doing)) from None
         record = _record(fd)
         if record and record.get("host") != socket.gethostname():
-            raise StudyError(_refusal(study_dir, record, doing))
+            raise StudyBusy(_refusal(study_dir, record, doing))
         me = {
             "pid": os.getpid(),
             "host": socket.gethostname(),

@@ -5,17 +5,18 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from raystudy.keys import TIME
-from raystudy.phases import phase_lines
-from raystudy.study.folder import StudyError, StudyInfo, check_store
+from raystudy.phases import phase_lines, summed
+from raystudy.study.folder import StoreUnavailable, StudyError, StudyInfo, check_store
 from raystudy.study.lock import holder
 from raystudy.study.report import PROBLEM, WARNING, Line, Report
 from raystudy.tags import RUN_FINISHED, RUN_NAME_TAG, column
 from raystudy.tracking.reader import trial_runs_table
-from raystudy.tracking.retry import TrackingRejected, TrackingUnreachable
+from raystudy.tracking.retry import TrackingRejected, TrackingUnreachable, shown
 from raystudy.tune.state import (
     OUTCOMES,
     PENDING,
@@ -87,7 +88,8 @@ def status_report(study_dir: Path, name: str | None = None) -> Report:
     """`raystudy status`: the study (`name`, default its folder's), its trial count and
     folder, a line per outcome that has trials (Tune's view), then its MLflow runs by status.
     StudyError for a folder that holds no readable study; a store that cannot be read is a
-    line of the report, after Tune's counts (exit code 2 for a missing sqlite store)."""
+    line of the report, after Tune's counts (exit code 4, the store's, also for a missing
+    sqlite store)."""
     info = StudyInfo.read(study_dir)
     text = [f"Study {name or study_dir.name!r} ({info.num_tune_trials} trials) in {study_dir}"]
     driver = holder(study_dir)
@@ -105,12 +107,51 @@ def status_report(study_dir: Path, name: str | None = None) -> Report:
         runs = study_runs(study_dir)
     # Tune's counts above are still worth having (a store refused: e.g. a ${VAR} unset here).
     except (TrackingUnreachable, TrackingRejected) as exc:
-        return Report([*lines, Line(f"  MLflow runs unknown: {exc}", WARNING)], code)
+        unknown = Line(f"  MLflow runs unknown: {exc}", WARNING)
+        return Report([*lines, unknown], code or StoreUnavailable.exit_code)
     except StudyError as exc:
-        return Report([*lines, Line(str(exc), PROBLEM)], 2)
+        return Report([*lines, Line(str(exc), PROBLEM)], getattr(exc, "exit_code", 2))
     by_status = run_statuses(runs)
     if by_status:
         said = ", ".join(f"{v} {k.lower()}" for k, v in by_status.items())
         lines.append(Line(f"  MLflow runs: {said}"))
     lines += [Line(text) for text in phase_lines(runs)]
     return Report(lines, code)
+
+
+def status_data(study_dir: Path, name: str | None = None) -> dict[str, Any]:
+    """What `status_report` says, as data (`raystudy status --json`): the study, its folder
+    and trial counts, the driver holding it (or None), Tune's trial counts by outcome
+    (`outcomes`), MLflow's runs
+    by status and the phases' summed seconds (None, with the reason in `mlflow_error`, when the
+    store cannot be read; `outcomes_error` likewise for a damaged Tune state)."""
+    info = StudyInfo.read(study_dir)
+    out: dict[str, Any] = {
+        "study": name or study_dir.name,
+        "folder": str(study_dir),
+        "tune_trials": info.num_tune_trials,
+        "models": info.models,
+        "tracking_uri": shown(info.tracking_uri),
+        "driver": holder(study_dir),
+        "outcomes": None,
+        "outcomes_error": None,
+        "mlflow_runs": None,
+        "mlflow_error": None,
+        "phases": None,
+    }
+    try:
+        out["outcomes"] = {outcome_word(k): v for k, v in study_status(study_dir).items()}
+    except TuneStateError as exc:
+        out["outcomes_error"] = str(exc).replace("STUDY", info.name)
+    try:
+        runs = study_runs(study_dir)
+    except (TrackingUnreachable, TrackingRejected, StudyError) as exc:
+        out["mlflow_error"] = str(exc)
+        return out
+    out["mlflow_runs"] = {k.lower(): int(v) for k, v in run_statuses(runs).items()}
+    columns = [c for c in runs.columns if c.startswith(f"metrics.{TIME}")]
+    if columns:
+        frame = runs[columns].rename(columns=lambda c: c.removeprefix("metrics."))
+        table, timed = summed(frame.to_dict("records"))
+        out["phases"] = {"runs": timed, "seconds": table}
+    return out

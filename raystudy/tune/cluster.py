@@ -4,6 +4,7 @@ at once: `ray.init` would wait a minute for it and then exit the process.
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 
@@ -60,6 +61,10 @@ def connect(address: str | None) -> None:
             ray.init(address=address, log_to_driver=True)
         # Ray exits the process (SystemExit) when a GCS it found stops answering.
         except (ValueError, ConnectionError, TimeoutError, RuntimeError, SystemExit) as exc:
+            # A failed Ray Client join (ray://) leaves the process in client mode, where the
+            # next ray.init (a local Ray, in the same process) fails: undo it.
+            with contextlib.suppress(Exception):
+                ray.shutdown()
             reason = (
                 "no Ray head answered there"
                 if isinstance(exc, SystemExit)

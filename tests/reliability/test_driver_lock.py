@@ -73,12 +73,12 @@ def test_a_second_driver_is_refused_naming_the_first(
     before = sorted(p.name for p in study.iterdir())
     started = time.monotonic()
     code, out = invoke("resume", study.name, "--output", str(study.parent))
-    assert code != 0 and f"pid {pid} on host {host}" in out and "resume" in out, out
+    assert code == 6 and f"pid {pid} on host {host}" in out and "resume" in out, out
     code, out = invoke(
         "run", str(SMOKE), "--set", f"name={study.name}", "--output", str(study.parent),
         "--overwrite",
     )  # fmt: skip
-    assert code != 0 and f"pid {pid} on host {host}" in out and "overwrite" in out, out
+    assert code == 6 and f"pid {pid} on host {host}" in out and "overwrite" in out, out
     # refused before Ray or anything else (the test process may hold another test's Ray, so
     # it is told by the time): quick, and the study folder is as it was
     assert time.monotonic() - started < 30

@@ -149,7 +149,7 @@ def test_store_lost_mid_study_then_restarted_loses_no_finished_trial(
 
     # Reading MLflow fails at once with a pointer to Tune's storage, which has everything.
     lost = CliRunner().invoke(app, ["analyze", name, "--output", str(tmp_path)])
-    assert lost.exit_code == 2 and "--from-tune" in lost.output, lost.output
+    assert lost.exit_code == 4 and "--from-tune" in lost.output, lost.output
     tune = CliRunner().invoke(
         app,
         ["analyze", name, "--output", str(tmp_path), "--from-tune", "--bootstrap", "10"],
@@ -166,7 +166,7 @@ def test_store_lost_mid_study_then_restarted_loses_no_finished_trial(
             assert table.loc[run_name, f"metrics.{key}"] == pytest.approx(value), key
 
     down = CliRunner().invoke(app, ["resume", name, "--output", str(tmp_path)])
-    assert down.exit_code == 2 and "unreachable" in down.output, down.output
+    assert down.exit_code == 4 and "unreachable" in down.output, down.output
 
     store.start()  # same port, same store
     outcome = resume_study(study_dir)
