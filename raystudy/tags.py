@@ -87,6 +87,10 @@ MODEL_ERROR_TAG = "raystudy.model_error"
 #: On a trial run: the `models:/<id>` URI of its logged encoder (`runs:/<run id>/model` loads
 #: it too). On an external run: the encoder that was scored (`runs:/...`, `module:function`).
 MODEL_TAG = "raystudy.model"
+#: On a trial run: the metrics and probes `raystudy rescore` has added to it, as a JSON list of
+#: "metric:<name>" / "probe:<name>", written after their scores (a rescore killed before it
+#: leaves the run to be scored again).
+RESCORED_TAG = "raystudy.rescored"
 #: Scores a trained trial left out because the codes they read held NaN or inf, and why
 #: (`<keys>: codes of N of M images are NaN or inf (dimension(s) [...])`; parts joined by
 #: "; "). The trial itself finished; its other scores are valid.
