@@ -13,6 +13,9 @@ import typer
 
 app = typer.Typer(
     no_args_is_help=True,
+    # Docstrings are wrapped at 100 columns in the source: markdown joins their lines, so help
+    # reflows to the terminal instead of breaking where the source did.
+    rich_markup_mode="markdown",
     help="Distributed studies of disentangled representations and their OOD transfer.",
 )
 
@@ -74,9 +77,25 @@ def main(
     """Distributed studies of disentangled representations and their OOD transfer."""
 
 
-def _fail(message: str) -> None:
-    typer.secho(message, fg=typer.colors.RED, err=True)
-    raise typer.Exit(2)
+#: Exit codes (docs/studies.md, "Exit codes"): 1 a study that ran but left trials unfinished;
+#: 2 a mistake in what was given (spec, options, names); the rest from the error's class.
+UNFINISHED, MISTAKE, NO_STUDY, STORE, CLUSTER, BUSY = 1, 2, 3, 4, 5, 6
+
+
+def _exit_code(exc: BaseException) -> int:
+    from raystudy.tracking.retry import TrackingRejected, TrackingUnreachable
+
+    if isinstance(exc, TrackingUnreachable | TrackingRejected):
+        return STORE
+    return int(getattr(exc, "exit_code", MISTAKE))
+
+
+def _fail(problem: str | BaseException, code: int | None = None) -> None:
+    """Say the problem on stderr in one line and exit: with `code`, else the error's own."""
+    if code is None:
+        code = MISTAKE if isinstance(problem, str) else _exit_code(problem)
+    typer.secho(str(problem), fg=typer.colors.RED, err=True)
+    raise typer.Exit(code)
 
 
 #: The exit status of a command ended by Ctrl-C (128 + SIGINT), as shells report it.
@@ -163,17 +182,17 @@ def _run(
                 study_spec = load_spec(spec, [*store, *(overrides or [])])
             except SpecError as exc:
                 source = "MLFLOW_TRACKING_URI" if env_store else "--tracking-uri"
-                _fail(f"{source}: {exc}")
+                _fail(f"{source}: {exc}", MISTAKE)
             if env_store:
                 typer.echo(f"MLflow store from MLFLOW_TRACKING_URI: {shown(tracking_uri)}")
         check_search_method(study_spec, spec, methods)
     except (SpecError, StudyError) as exc:
-        _fail(str(exc))
+        _fail(exc)
     typer.echo(start_line(study_spec, output))
     try:
         outcome, log = run_watched(study_spec, output=output, **kw)  # address, overwrite, verbose
     except StudyError as exc:
-        _fail(str(exc))
+        _fail(exc)
     except KeyboardInterrupt:
         _interrupted(study_spec.name, output)
     _ignore_interrupts()
@@ -256,10 +275,12 @@ def plan(
             "(kept in $XDG_CACHE_HOME/raystudy/plan-calibration.json).",
         ),
     ] = False,
+    json_: JsonOpt = False,
 ) -> None:
     """Trial count, resource plan and estimated cost of a study, before running it."""
     given = dict(locals())  # the options, named as plan_study names its parameters
     del given["output"]
+    given["as_json"] = given.pop("json_")
     from raystudy.plan.study_plan import plan_study
     from raystudy.spec import OptionError, SpecError
 
@@ -286,7 +307,7 @@ def plan(
             **given, progress=lambda line: typer.echo(line, err=True), measured=measured
         )
     except (OptionError, SpecError) as exc:
-        _fail(str(exc))
+        _fail(exc)
     typer.echo(text)
 
 
@@ -314,7 +335,7 @@ def resume(
             verbose=verbose,
         )
     except StudyError as exc:
-        _fail(str(exc))
+        _fail(exc)
     except KeyboardInterrupt:
         _interrupted(study, output)
     _ignore_interrupts()
@@ -322,15 +343,20 @@ def resume(
 
 
 @app.command()
-def status(study: StudyArg, output: OutputOpt = Path("studies")) -> None:
+def status(study: StudyArg, output: OutputOpt = Path("studies"), json_: JsonOpt = False) -> None:
     """Trial counts by state (Tune's view) and MLflow runs by status."""
     from raystudy.study.folder import StudyError, study_path
-    from raystudy.study.status import status_report
+    from raystudy.study.status import status_data, status_report
 
     try:
+        if json_:
+            import json
+
+            typer.echo(json.dumps(status_data(study_path(output, study), study)))
+            return
         report = status_report(study_path(output, study), study)
     except StudyError as exc:
-        _fail(str(exc))
+        _fail(exc)
     _print(report)
 
 
@@ -351,7 +377,7 @@ def ui(
     try:
         shown = study_ui(output, study, port)
     except (StudyError, TrackingUnreachable, TrackingRejected) as exc:
-        _fail(str(exc))
+        _fail(exc)
     typer.echo("\n".join(shown.lines()))
     if shown.server is None:
         raise typer.Exit(serve(shown))
@@ -382,12 +408,13 @@ def analyze(
         bool,
         typer.Option(
             "--from-tune",
-            help="Read the results from Tune's storage (<study>/tune/), not MLflow; logs nothing.",
+            help="Read the results from Tune's storage (the study's tune/), not MLflow; logs "
+            "nothing.",
         ),
     ] = False,
 ) -> None:
     """Correlations with bootstrap CIs, model selection, figures and an HTML report of a
-    study, written to <output>/<study>/analysis/ and logged to its parent MLflow run."""
+    study, written to the study folder's analysis/ and logged to its parent MLflow run."""
     from raystudy.analysis.pipeline import AnalysisError, Settings, analyze_study
     from raystudy.analysis.summary import format_summary
     from raystudy.study.folder import StudyError, study_path
@@ -406,12 +433,71 @@ def analyze(
             )
     except (TrackingUnreachable, TrackingRejected) as exc:
         instead = f"`raystudy analyze {study} --output {output} --from-tune`"
-        _fail(f"{exc}; {instead} reads the results from Tune's storage instead")
+        _fail(f"{exc}; {instead} reads the results from Tune's storage instead", STORE)
     except (StudyError, AnalysisError) as exc:
-        _fail(str(exc))
+        _fail(exc)
     if from_tune:
         typer.echo("Read from Tune's storage, not MLflow: no artifacts, nothing logged.")
     typer.echo(format_summary(result))
+
+
+@app.command()
+def rescore(
+    study: StudyArg,
+    metrics: Annotated[
+        list[str] | None,
+        typer.Option(help="Metrics to add (comma-separated or repeated; see `raystudy list`)."),
+    ] = None,
+    probes: Annotated[
+        list[str] | None,
+        typer.Option(help="Transfer probes to add (comma-separated or repeated)."),
+    ] = None,
+    output: OutputOpt = Path("studies"),
+    address: AddressOpt = None,
+) -> None:
+    """Score a finished study's logged models with metrics or probes it did not train with,
+    as Ray tasks with its trials' resources, writing the keys into the trial runs (`analyze`
+    then reads them). Runs that have them already are skipped, so a killed rescore is finished
+    by running it again."""
+    from raystudy.study.evaluation import names
+    from raystudy.study.folder import StudyError, study_path
+    from raystudy.study.rescore import rescore_study
+    from raystudy.tracking.retry import TrackingRejected, TrackingUnreachable
+
+    try:
+        outcome = rescore_study(
+            study_path(output, study),
+            names(metrics) or [],
+            names(probes) or [],
+            address=address,
+            progress=typer.echo,
+        )
+    except (StudyError, TrackingUnreachable, TrackingRejected) as exc:
+        _fail(exc)
+    except KeyboardInterrupt:
+        _ignore_interrupts()
+        typer.secho(
+            f"Interrupted: runs rescored so far keep their keys; `raystudy rescore {study}` "
+            "with the same names finishes the rest.",
+            fg=typer.colors.YELLOW,
+            err=True,
+        )
+        raise typer.Exit(INTERRUPTED) from None
+    _print(outcome.report(output))
+
+
+@app.command()
+def relocate(study: StudyArg, output: OutputOpt = Path("studies")) -> None:
+    """Point a study folder that was moved or copied at its new place: its study.json and
+    the artifact paths of its sqlite store (a server or a database is left as it is)."""
+    from raystudy.study.folder import StudyError, study_path
+    from raystudy.study.relocate import relocate_study
+
+    try:
+        done = relocate_study(study_path(output, study))
+    except StudyError as exc:
+        _fail(exc)
+    typer.echo("\n".join(done.lines()))
 
 
 # --- evaluate: score any encoder as a trial is scored -----------------------------------------
@@ -420,8 +506,9 @@ def evaluate(
     encoder: Annotated[
         str,
         typer.Option(
-            help="runs:/<run id>/model (a logged model), models:/..., or package.module:function "
-            "(a callable images -> codes, or a factory that returns an nn.Module)."
+            help="`runs:/<run id>/model` (a logged model), `models:/...`, or "
+            "`package.module:function` (a callable images -> codes, or a factory that returns "
+            "an nn.Module)."
         ),
     ],
     dataset: Annotated[str, typer.Option(help="Dataset name (see `raystudy datasets`).")],
@@ -438,12 +525,18 @@ def evaluate(
         typer.Option(help="Transfer probes (comma-separated or repeated); default: a trial's."),
     ] = None,
     seed: Annotated[
-        int | None, typer.Option(help="evaluation.seed: the ground-truth draws (a study's).")
+        int | None,
+        typer.Option(
+            help="evaluation.seed, the seed of the ground-truth draws (a study's, to score "
+            "beside it); the same as --set evaluation.seed=N."
+        ),
     ] = None,
     fields: Annotated[
         list[str] | None,
         typer.Option(
-            "--set", help="Another evaluation field: num_train=2000, probe_test=1000, ..."
+            "--set",
+            help="A spec field, as in run: evaluation.num_train=2000, "
+            "evaluation.probe_test=1000 (evaluation fields only; the prefix may be left out).",
         ),
     ] = None,
     options: Annotated[
@@ -471,7 +564,7 @@ def evaluate(
     device: Annotated[str, typer.Option(help="Where images are rendered and encoded.")] = "cpu",
     n_jobs: Annotated[int, typer.Option(min=1, help="Threads of the metrics and probes.")] = 1,
 ) -> None:
-    """Score an encoder with exactly the dis/*, down/* and transfer/* keys a trial logs, on
+    """Score an encoder with exactly the `dis/*`, `down/*` and `transfer/*` keys a trial logs, on
     the same ground-truth draws (evaluation.seed); print them, and write or log them."""
     given = dict(locals())  # the options, named as evaluate_beside names its parameters
     from raystudy.study.evaluation import evaluate_beside
@@ -482,7 +575,7 @@ def evaluate(
         with StepLines("evaluate") as steps:
             done = evaluate_beside(**given, progress=steps)
     except (ValueError, StudyError) as exc:  # OptionError, SpecError, EncoderError
-        _fail(str(exc))
+        _fail(exc)
     _print(done.report())
 
 
@@ -509,7 +602,7 @@ def list_(
         kinds = [kind] if kind is not None else list(KINDS)
         listed = {k: entries(k) for k in kinds}
     except ValueError as exc:
-        _fail(str(exc))
+        _fail(exc)
     if json_:
         typer.echo(json.dumps({k: [dataclasses.asdict(e) for e in v] for k, v in listed.items()}))
         return
@@ -560,7 +653,8 @@ def datasets(ctx: typer.Context, json_: JsonOpt = False) -> None:
 @datasets_app.command("show")
 def datasets_show(
     name: Annotated[str, typer.Argument(help="Dataset name (see `raystudy datasets`).")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="PNG file to write.")] = Path("grid.png"),
+    # --out, not -o: -o is the studies folder in every command that has one.
+    out: Annotated[Path, typer.Option("--out", help="PNG file to write.")] = Path("grid.png"),
     n: Annotated[int, typer.Option("--n", min=1, help="Samples per domain.")] = 8,
     seed: Annotated[int, typer.Option(help="Seed of the sampled factor combinations.")] = 0,
     option: Annotated[
@@ -579,7 +673,7 @@ def datasets_show(
         ds = get_dataset(name, **parse_options(option or [], "--option"))  # as a spec reads them
         path = write_preview(ds, out, n=n, seed=seed)
     except (ValueError, TypeError, FileNotFoundError) as exc:
-        _fail(str(exc))
+        _fail(exc)
     rows = ", ".join(f"row {i + 1}: {d}" for i, d in enumerate(ds.domains))
     typer.echo(f"{ds!r}\n{n} samples per domain ({rows}) -> {path}")
 

@@ -112,7 +112,7 @@ def test_run_joins_ray_address_when_no_address_is_given(tmp_path: Path) -> None:
     done = raystudy(
         "run", str(SMOKE), "-o", str(tmp_path / "out"), env={"RAY_ADDRESS": "127.0.0.1:1"}
     )
-    assert done.returncode == 2
+    assert done.returncode == 5  # Ray's exit code
     assert "127.0.0.1:1" in done.stderr and "nothing answers" in done.stderr, done.stderr
     assert not (tmp_path / "out").exists()
 
@@ -148,3 +148,18 @@ def test_run_takes_mlflow_tracking_uri_where_the_spec_leaves_the_store_open(
     experiment = MlflowClient(f"sqlite:///{store}").get_experiment_by_name("envstore")
     assert experiment is not None
     assert not (tmp_path / "out" / "envstore" / "mlflow.db").exists()
+    # `status --json`: the same study as data.
+    shown = raystudy("status", "envstore", "-o", str(tmp_path / "out"), "--json")
+    assert shown.returncode == 0, shown.stderr
+    data = json.loads(shown.stdout)
+    assert data["outcomes"] == {"finished": 1} and data["mlflow_runs"] == {"finished": 1}
+    assert data["tracking_uri"] == f"sqlite:///{store}" and data["driver"] is None
+    assert data["phases"]["runs"] == 1 and data["phases"]["seconds"]["total"]["wall_s"] > 0
+
+
+def test_exit_codes_tell_a_missing_study_from_a_mistake(tmp_path: Path) -> None:
+    missing = raystudy("status", "nowhere", "-o", str(tmp_path))
+    assert missing.returncode == 3 and "is not a raystudy study" in missing.stderr
+    typo = raystudy("run", str(tmp_path / "no_such.yaml"), "-o", str(tmp_path))
+    assert typo.returncode == 2 and "no_such.yaml" in typo.stderr
+    assert raystudy("analyze", "nowhere", "-o", str(tmp_path)).returncode == 3

@@ -49,14 +49,14 @@ def test_show_writes_one_row_per_domain(tmp_path: Path) -> None:
 def test_show_passes_dataset_options(tmp_path: Path) -> None:
     out = tmp_path / "f.png"
     result = runner.invoke(
-        app, ["datasets", "show", "finger", "-o", str(out), "--n", "2", "-O", "resolution=128"]
+        app, ["datasets", "show", "finger", "--out", str(out), "--n", "2", "-O", "resolution=128"]
     )
     assert result.exit_code == 0, result.output
     assert Image.open(out).size == (2 * 128 + 3 * GAP, 3 * 128 + 4 * GAP)
 
 
 def test_show_errors_are_one_clear_line(tmp_path: Path) -> None:
-    result = runner.invoke(app, ["datasets", "show", "shapes3", "-o", str(tmp_path / "x.png")])
+    result = runner.invoke(app, ["datasets", "show", "shapes3", "--out", str(tmp_path / "x.png")])
     assert result.exit_code == 2
     assert (
         "unknown dataset 'shapes3'" in result.output and "did you mean 'shapes3d'" in result.output

@@ -184,7 +184,15 @@ def test_set_values_and_dataset_options_are_read_like_the_file(tmp_path: Path, v
         load_spec(path, [f"seed={value}"])
     shown = CliRunner().invoke(
         app,
-        ["datasets", "show", "dsprites", "-o", str(tmp_path / "x.png"), "-O", f"real_seed={value}"],
+        [
+            "datasets",
+            "show",
+            "dsprites",
+            "--out",
+            str(tmp_path / "x.png"),
+            "-O",
+            f"real_seed={value}",
+        ],
     )
     assert shown.exit_code == 2, shown.output  # a message, not a traceback
     assert "--option real_seed: value is not valid YAML: " in shown.output, shown.output
