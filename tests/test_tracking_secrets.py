@@ -22,7 +22,7 @@ from raystudy.spec.url_secrets import (
     literal_password,
     placeholders,
 )
-from raystudy.study.folder import StudyInfo
+from raystudy.study.folder import StoreUnavailable, StudyInfo
 from raystudy.tracking.retry import TrackingRejected, check_reachable
 
 #: Characters a URL would misread if the password were inserted as it is.
@@ -134,7 +134,9 @@ def test_a_study_on_a_password_protected_database_writes_the_password_nowhere(
     # Where the variable is missing, reading the study's runs says which one, and where.
     monkeypatch.delenv(VAR)
     blind = CliRunner().invoke(app, ["status", "sealed", "--output", str(tmp_path)])
-    assert blind.exit_code == 0, blind.output  # Tune's counts are still shown
+    # The store's exit code (docs/studies.md "Exit codes"), with Tune's counts still shown.
+    assert blind.exit_code == StoreUnavailable.exit_code == 4, blind.output
+    assert "finished      1" in blind.output
     said = " ".join(blind.output.split())
     assert f"MLflow runs unknown: tracking.uri {info.tracking_uri!r} names the environment" in said
     assert f"variable {VAR}, which is not set on {socket.gethostname()}" in said
