@@ -96,10 +96,25 @@ def stop_head(temp: Path) -> None:
                 os.kill(int(proc.name), signal.SIGKILL)
 
 
+#: What a head's job server answers until its dashboard agent has registered, which can be a
+#: while after `ray job list` already answers (seen on a loaded 2-core machine); Ray's own
+#: words ask to try again.
+NO_AGENT_YET = "No available agent to submit job"
+
+
 def submit(address: str, *command: str, working_dir: Path | None = None) -> str:
-    """`ray job submit --no-wait`; the job's id."""
+    """`ray job submit --no-wait`, again while the head has no agent yet; the job's id."""
     where = ["--working-dir", str(working_dir)] if working_dir else []
-    said = ray_cli("job", "submit", "--address", address, *where, "--no-wait", "--", *command)
+    args = ["job", "submit", "--address", address, *where, "--no-wait", "--", *command]
+    deadline = time.monotonic() + 180
+    while True:
+        done = subprocess.run([RAY, *args], capture_output=True, text=True, env=ENV, timeout=180)
+        if done.returncode == 0 or NO_AGENT_YET not in done.stderr:
+            break
+        assert time.monotonic() < deadline, done.stderr[-3000:]
+        time.sleep(3)
+    assert done.returncode == 0, (args, done.stdout[-2000:], done.stderr[-3000:])
+    said = done.stdout + done.stderr
     found = re.search(r"Job '(raysubmit_\w+)' submitted successfully", said)
     assert found, said
     return found.group(1)
