@@ -4,21 +4,25 @@ A study records absolute paths: study.json its folder and, for the default store
 file inside it; MLflow's store the folder's `mlartifacts/` (each run's artifact URI, the
 experiment's artifact location, each logged model's location). Moved, the study still reads
 its old paths, or none. Run in the new place, `relocate` rewrites the old folder's prefix to
-the new one in those records: study.json, and the sqlite store when it lies in the folder.
-A study on a tracking server or a PostgreSQL database keeps its store where it is (the
-server's artifacts do not move with the folder); only study.json changes, and the command
-says so. Tune's own state in `tune/` holds no absolute path that a resume reads: it moves as
-it is. The study's driver lock is held, so nothing writes the study meanwhile.
+the new one in those records: study.json, the sqlite store when it lies in the folder, and
+Tune's pickled state in `tune/` (`raystudy.tune.moved_state`: without it, trials that Tune had
+not yet created when an interrupted study stopped would write under the old folder on
+resume, and an Optuna study into the old folder's database). A study on a tracking server or
+a PostgreSQL database keeps its store where it is (the server's artifacts do not move with the
+folder), and the command says so. The study's driver lock is held, so nothing writes the
+study meanwhile.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from raystudy.study.folder import StoreUnavailable, StudyError, StudyInfo
 from raystudy.study.lock import driver_lock
+from raystudy.tune.moved_state import point_tune_state_at
+from raystudy.tune.state import TUNE_DIR
 
 #: MLflow's tables and columns that hold artifact locations (MLflow 3.x;
 #: tests/test_finished_study.py checks that a copied study's models load).
@@ -39,6 +43,8 @@ class Relocated:
     #: Rows of the sqlite store rewritten, by table.column; empty when the store is elsewhere.
     rows: dict[str, int]
     store_moved: bool
+    #: Paths rewritten in Tune's pickled state, by file under tune/.
+    tune_files: dict[str, int] = field(default_factory=dict)
 
     def lines(self) -> list[str]:
         if self.old == self.new:
@@ -52,6 +58,9 @@ class Relocated:
                 "  its store is not in the folder (a server or a database): left as it is; "
                 "artifacts it keeps stay where they are"
             )
+        if self.tune_files:
+            said = ", ".join(f"{k} {v}" for k, v in self.tune_files.items())
+            out.append(f"  Tune's saved state pointed at the new folder: {said}")
         return out
 
 
@@ -76,8 +85,15 @@ def relocate_study(study_dir: Path) -> Relocated:
                 )
             rows = _rewrite_artifact_paths(database, old, new)
             uri = f"sqlite:///{database}"
+        tune_files: dict[str, int] = {}
+        if (new / TUNE_DIR).is_dir():
+            try:
+                tune_files = point_tune_state_at(new / TUNE_DIR, old, new)
+            except (OSError, ValueError) as exc:
+                where = new / TUNE_DIR
+                raise StudyError(f"{where}: cannot point Tune's state here ({exc})") from None
         replace(info, study_dir=new, tracking_uri=uri).write()
-    return Relocated(info.name, old, new, rows, store_moved)
+    return Relocated(info.name, old, new, rows, store_moved, tune_files)
 
 
 def _rewrite_artifact_paths(database: Path, old: Path, new: Path) -> dict[str, int]:

@@ -1,11 +1,13 @@
 """The driver of a study SIGKILLed mid-study (no Ctrl-C, no cleanup: a lost head node or an
-OOM kill), then `raystudy resume`: every grid point ends with exactly one finished run, and
-what had finished is not trained again. While it runs, a second driver is refused."""
+OOM kill), its folder moved and `raystudy relocate`d, then `raystudy resume` there: every grid
+point ends with exactly one finished run, and what had finished is not trained again. While it
+runs, a second driver is refused."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -72,13 +74,30 @@ def test_killed_driver_resumes_to_one_finished_run_per_grid_point(tmp_path: Path
         log.close()
     assert driver.returncode == -signal.SIGKILL
 
-    info = StudyInfo.read(study_dir)
     before = {r.info.run_name: r for r in finished_runs(study_dir)}
     assert 1 <= len(before) < len(SEEDS), "killed mid-study"
     assert sum(study_status(study_dir).values()) == len(SEEDS)
 
+    # The interrupted study's folder moved elsewhere (a new disk, another user's home), its
+    # killed driver's lock still in it: relocated, then resumed there.
+    moved = tmp_path / "elsewhere"
+    moved.mkdir()
+    study_dir = Path(shutil.move(study_dir, moved / "driverkill"))
+    relocated = subprocess.run(
+        cli("relocate", "driverkill", "--output", str(moved)),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert relocated.returncode == 0, relocated.stdout + relocated.stderr
+    assert "Tune's saved state pointed at the new folder" in relocated.stdout
+    info = StudyInfo.read(study_dir)
+    assert info.study_dir == study_dir.resolve()
+    assert sum(study_status(study_dir).values()) == len(SEEDS)
+
     resumed = subprocess.Popen(
-        cli("resume", "driverkill", "--output", str(tmp_path)),
+        cli("resume", "driverkill", "--output", str(moved)),
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -106,6 +125,10 @@ def test_killed_driver_resumes_to_one_finished_run_per_grid_point(tmp_path: Path
             assert run.info.end_time == before[run.info.run_name].info.end_time
             assert len(client.get_metric_history(run.info.run_id, "dis/mig")) == 1
     assert study_status(study_dir) == {FINISHED: len(SEEDS)}
+    # Trials Tune created after the move are named from the moved folder's labels too (a
+    # namer still reading the old folder's file falls back to the bare number).
+    folders = [p.name for p in (study_dir / "tune").iterdir() if p.is_dir()]
+    assert not [f for f in folders if f.isdigit()], folders
     parents = client.search_runs([info.experiment_id], equals(ROLE_TAG, STUDY_ROLE))
     assert [p.info.status for p in parents] == ["FINISHED"]
 
