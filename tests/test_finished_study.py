@@ -10,7 +10,11 @@ Tune-path tests (a study through Tune): in the fault tier."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import mlflow
@@ -127,6 +131,59 @@ def test_a_second_rescore_skips_what_is_done_and_finishes_what_is_not(study: Pat
             "metric:sap",
             "probe:linear",
         ]
+
+
+def test_a_killed_rescore_is_finished_by_the_next_without_scoring_twice(
+    study: Path, ray_local
+) -> None:
+    """`raystudy rescore` SIGKILLed (no cleanup, its lock left behind) once its first run is
+    scored; the next rescore scores only the runs the kill left, and every run then holds
+    the metric once."""
+    address = ray_local.get_runtime_context().gcs_address  # its tasks on this test's Ray
+    command = [sys.executable, "-m", "raystudy.cli", "rescore", study.name]
+    command += ["-o", str(study.parent), "--metrics", "factor_vae", "--address", address]
+    child = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    said: list[str] = []
+    try:
+        assert child.stdout is not None
+        for line in child.stdout:
+            said.append(line)
+            if line.startswith(f"1/{SEEDS} "):  # one run scored, the others not yet
+                child.send_signal(signal.SIGKILL)
+                break
+    finally:
+        child.kill()
+        child.wait(timeout=60)
+    assert child.returncode == -signal.SIGKILL, "".join(said)
+    info = StudyInfo.read(study)
+    client = MlflowClient(info.tracking_uri)
+
+    def scored() -> set[str]:
+        runs = client.search_runs([info.experiment_id], TRIAL_RUNS)
+        return {
+            r.info.run_name
+            for r in runs
+            if "metric:factor_vae" in json.loads(r.data.tags.get(RESCORED_TAG, "[]"))
+        }
+
+    before = scored()
+    assert 1 <= len(before) < SEEDS, "".join(said)
+    finished = rescore_study(study, ["factor_vae"], [], progress=lambda _: None)
+    assert finished.already == len(before) and not finished.failed
+    assert set(finished.rescored).isdisjoint(before)
+    assert len(finished.rescored) == SEEDS - len(before) and scored() == set(
+        r.info.run_name for r in client.search_runs([info.experiment_id], TRIAL_RUNS)
+    )
+    for run in client.search_runs([info.experiment_id], TRIAL_RUNS):
+        history = client.get_metric_history(run.info.run_id, "dis/factor_vae")
+        assert len(history) == 1, (run.info.run_name, history)  # what the kill did not finish
+        # was not logged twice
 
 
 def test_bad_names_and_nothing_asked_are_refused_before_any_work(study: Path) -> None:

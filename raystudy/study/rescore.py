@@ -6,10 +6,10 @@ Each FINISHED trial run with a logged encoder becomes one Ray task with the stud
 resources (`raystudy.trials.rescore.rescore_run`); its config is the study's own trial config
 (spec.yaml's grid point that the run's params name), with `evaluation.metrics` and
 `evaluation.probes` replaced by what is asked, so the draws (`evaluation.seed`) and sizes are
-the trial's. A run records what was added to it (the tag `raystudy.rescored`) after its
-scores, so a rescore that is killed, or fails on some runs, is finished by running it again:
-runs that have everything asked are skipped. The study's driver lock is held throughout, so no
-`run` or `resume` writes the study meanwhile.
+the trial's. A run records what was added to it (the tag `raystudy.rescored`) in the batch of
+its last scores, so a rescore that is killed, or fails on some runs, is finished by running it
+again: runs that have everything asked are skipped, and none is scored twice. The study's
+driver lock is held throughout, so no `run` or `resume` writes the study meanwhile.
 """
 
 from __future__ import annotations

@@ -24,6 +24,9 @@ from raystudy.spec import TrialConfig
 from raystudy.spec.url_secrets import expand
 from raystudy.tags import RESCORED_TAG
 
+#: MLflow's limit on the entries of one log_batch (metrics, params and tags together).
+BATCH = 1000
+
 
 @dataclass(frozen=True)
 class RescoreJob:
@@ -74,10 +77,16 @@ def rescore_run(job: RescoreJob, device: str = "cpu") -> dict[str, float]:
     step = _final_step(client, job.run_id, list(run.data.metrics), config.train.steps)
     now = int(time.time() * 1000)
     metrics = [Metric(k, float(v), now, step) for k, v in sorted(scored.scores.items())]
-    for i in range(0, len(metrics), 1000):  # MLflow's batch limit
-        client.log_batch(job.run_id, metrics=metrics[i : i + 1000])
     done = rescored_names(run.data.tags) | wanted(job.metrics, job.probes)
-    client.log_batch(job.run_id, tags=[RunTag(RESCORED_TAG, json.dumps(sorted(done)))])
+    tag = RunTag(RESCORED_TAG, json.dumps(sorted(done)))
+    # The tag goes in the same batch as the last scores: a SQL store (sqlite, PostgreSQL, or
+    # one behind a tracking server) writes a batch in one transaction, so a kill leaves a
+    # run either scored and tagged or untouched, never scored twice by the next rescore.
+    # MLflow takes at most 1,000 entries a batch; earlier chunks of a larger set go first.
+    last = max(0, len(metrics) - BATCH + 1)
+    for i in range(0, last, BATCH):
+        client.log_batch(job.run_id, metrics=metrics[i : min(i + BATCH, last)])
+    client.log_batch(job.run_id, metrics=metrics[last:], tags=[tag])
     return scored.scores
 
 
