@@ -203,13 +203,20 @@ def _seconds(s: float) -> str:
     return f"{s:.1f} s" if s < 600 else f"{s / 60:.1f} min"
 
 
-def phase_lines(runs: pd.DataFrame) -> list[str]:
-    """Where the runs' time went (`raystudy.phases`): every phase summed over the runs that
-    logged timings; none when no run did (a study from before timings, external encoders)."""
-    prefix = f"metrics.{TIME}"  # MLflow's search_runs frame
+def runs_phases(runs: pd.DataFrame) -> tuple[dict[str, dict[str, float]], int] | None:
+    """Every phase summed over the runs of an MLflow `search_runs` frame that logged timings,
+    and how many did (`summed`); None when no run did (a study from before timings, external
+    encoders)."""
+    prefix = f"metrics.{TIME}"
     columns = [c for c in runs.columns if c.startswith(prefix)]
     if not columns:
-        return []
+        return None
     frame = runs[columns].rename(columns=lambda c: c.removeprefix("metrics."))
-    table, timed = summed(frame.to_dict("records"))
-    return format_phases(table, timed)
+    return summed(frame.to_dict("records"))
+
+
+def phase_lines(runs: pd.DataFrame) -> list[str]:
+    """Where the runs' time went (`raystudy.phases`), as `runs_phases` sums it; none when no
+    run logged timings."""
+    phases = runs_phases(runs)
+    return [] if phases is None else format_phases(*phases)

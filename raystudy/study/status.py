@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 
 from raystudy.keys import TIME
-from raystudy.phases import phase_lines, summed
+from raystudy.phases import phase_lines, runs_phases
 from raystudy.study.folder import StoreUnavailable, StudyError, StudyInfo, check_store
 from raystudy.study.lock import holder
 from raystudy.study.report import PROBLEM, WARNING, Line, Report
@@ -149,9 +149,8 @@ def status_data(study_dir: Path, name: str | None = None) -> dict[str, Any]:
         out["mlflow_error"] = str(exc)
         return out
     out["mlflow_runs"] = {k.lower(): int(v) for k, v in run_statuses(runs).items()}
-    columns = [c for c in runs.columns if c.startswith(f"metrics.{TIME}")]
-    if columns:
-        frame = runs[columns].rename(columns=lambda c: c.removeprefix("metrics."))
-        table, timed = summed(frame.to_dict("records"))
+    phases = runs_phases(runs)
+    if phases is not None:
+        table, timed = phases
         out["phases"] = {"runs": timed, "seconds": table}
     return out

@@ -43,6 +43,7 @@ from mlflow.tracking import MlflowClient
 from mlflow.types import Schema, TensorSpec
 
 from raystudy.spec.url_secrets import expand
+from raystudy.tracking.environ import env_restored
 from raystudy.tracking.retry import retry_busy
 
 #: The logged model's name in its run: `runs:/<run id>/model` loads it.
@@ -176,12 +177,6 @@ ALLOW_PICKLE = "MLFLOW_ALLOW_PICKLE_DESERIALIZATION"
 @contextlib.contextmanager
 def _no_pickle() -> Iterator[None]:
     """MLflow refuses to unpickle anything while the block runs (module doc)."""
-    before = os.environ.get(ALLOW_PICKLE)
-    os.environ[ALLOW_PICKLE] = "false"
-    try:
+    with env_restored(ALLOW_PICKLE):
+        os.environ[ALLOW_PICKLE] = "false"
         yield
-    finally:
-        if before is None:
-            os.environ.pop(ALLOW_PICKLE, None)
-        else:
-            os.environ[ALLOW_PICKLE] = before

@@ -9,7 +9,6 @@ complete its MLflow run when the store was unreachable while the trial ran.
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +20,7 @@ from mlflow.tracking import MlflowClient
 
 from raystudy.spec.url_secrets import expand
 from raystudy.tags import RESULT_ROLES, ROLE_TAG, TRIAL_RUNS, equals
+from raystudy.tracking.environ import env_restored
 from raystudy.tracking.retry import check_reachable, reaching
 
 #: MLflow's variable for the process's store.
@@ -67,15 +67,9 @@ def _process_store(uri: str) -> Iterator[None]:
     """`mlflow.search_runs` reads the process's store: set it for the block, then give
     MLFLOW_TRACKING_URI back its value (MLflow's setter also exports it, and a later `raystudy
     run` in this process, or any child process, would take it for the user's)."""
-    before = os.environ.get(TRACKING_URI_ENV)
-    mlflow.set_tracking_uri(uri)
-    try:
+    with env_restored(TRACKING_URI_ENV):
+        mlflow.set_tracking_uri(uri)
         yield
-    finally:
-        if before is None:
-            os.environ.pop(TRACKING_URI_ENV, None)
-        else:
-            os.environ[TRACKING_URI_ENV] = before
 
 
 @dataclass(frozen=True)
