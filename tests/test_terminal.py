@@ -40,6 +40,20 @@ def test_plain_lines_only_when_something_changed_and_at_most_every_interval() ->
     assert lines[1].startswith("1/10 trials done | 2 running, 7 waiting")
 
 
+def test_the_first_state_prints_on_a_machine_up_for_less_than_the_interval(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Monotonic time counts from boot: 5 s after it, the first line is still printed."""
+    import raystudy.terminal.display as display_module
+
+    monkeypatch.setattr(display_module.time, "monotonic", lambda: 5.0)
+    out = io.StringIO()
+    with StudyDisplay(out, 4, plain_every_s=30.0) as display:
+        display.update(snapshot(RUNNING=1, PENDING=3))
+        lines = out.getvalue().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("0/4 trials done | 1 running, 3 waiting")
+
+
 def test_every_change_prints_when_the_interval_is_zero() -> None:
     out = io.StringIO()
     with StudyDisplay(out, 4, plain_every_s=0.0) as display:

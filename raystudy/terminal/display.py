@@ -7,6 +7,7 @@ Drawn with rich (https://rich.readthedocs.io): a `Progress` on an interactive co
 
 from __future__ import annotations
 
+import math
 import time
 from types import TracebackType
 from typing import TextIO
@@ -57,7 +58,10 @@ class StudyDisplay:
         self.snapshot = Snapshot()
         self._started = time.monotonic()
         self._ended_at_start: int | None = None
-        self._printed: tuple[str, float] = ("", 0.0)
+        # Never printed: the first state prints whatever the clock reads (monotonic time starts
+        # near 0 at boot, so 0.0 here would hold back the first line on a machine up for less
+        # than the interval).
+        self._printed: tuple[str, float] = ("", -math.inf)
         self._progress: Progress | None = None
         self._task = None
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import pickletools
 import re
@@ -157,7 +158,7 @@ class StateBackupCallback(tune.Callback):
     def __init__(self, tune_dir: str) -> None:
         self.tune_dir = tune_dir
         self._seen: dict[str, Any] = {}
-        self._last = 0.0
+        self._last = -math.inf  # the first step backs up, whatever the boot-time clock reads
 
     def __getstate__(self) -> dict[str, Any]:
         return {"tune_dir": self.tune_dir}
