@@ -55,10 +55,17 @@ def head() -> Iterator[str]:
     # Short: Ray's sockets live under it, and a unix socket path is at most 107 bytes (a
     # pytest tmp_path is too long for the dashboard's).
     temp = Path(tempfile.mkdtemp(prefix="rj-", dir="/tmp"))
+    HEAD_TEMP[:] = [temp]
     port, dashboard = free_port(), free_port()
     start = ["start", "--head", f"--port={port}", f"--dashboard-port={dashboard}"]
     start += ["--dashboard-host=127.0.0.1", "--num-cpus=2", "--include-dashboard=true"]
     start += [f"--temp-dir={temp}", "--disable-usage-stats"]
+    # Every port of its own: Ray's defaults are fixed numbers (the dashboard agent's HTTP port
+    # 52365, the client server's 10001), and a Ray started beside it (the fault tier's other
+    # worker) that holds one leaves this head's agent unstarted: its job server then answers
+    # "No available agent" for good.
+    for option in AGENT_PORTS:
+        start.append(f"--{option}={free_port()}")
     try:
         ray_cli(*start, timeout=300)
         address = f"http://127.0.0.1:{dashboard}"
@@ -97,9 +104,24 @@ def stop_head(temp: Path) -> None:
 
 
 #: What a head's job server answers until its dashboard agent has registered, which can be a
-#: while after `ray job list` already answers (seen on a loaded 2-core machine); Ray's own
-#: words ask to try again.
+#: while after `ray job list` already answers; Ray's own words ask to try again.
 NO_AGENT_YET = "No available agent to submit job"
+#: The `ray start` options of the head's ports that default to fixed numbers.
+AGENT_PORTS = (
+    "dashboard-agent-listen-port",
+    "dashboard-agent-grpc-port",
+    "runtime-env-agent-port",
+    "metrics-export-port",
+    "ray-client-server-port",
+)
+#: The running head's temp dir (its logs, for a failure's message).
+HEAD_TEMP: list[Path] = []
+
+
+def agent_log() -> str:
+    """The end of the head's dashboard agent log, where an agent that did not start says why."""
+    logs = sorted(p for t in HEAD_TEMP for p in t.rglob("dashboard_agent*.log"))
+    return "\n".join(f"{p}:\n{p.read_text(errors='replace')[-3000:]}" for p in logs) or "no log"
 
 
 def submit(address: str, *command: str, working_dir: Path | None = None) -> str:
@@ -111,7 +133,7 @@ def submit(address: str, *command: str, working_dir: Path | None = None) -> str:
         done = subprocess.run([RAY, *args], capture_output=True, text=True, env=ENV, timeout=180)
         if done.returncode == 0 or NO_AGENT_YET not in done.stderr:
             break
-        assert time.monotonic() < deadline, done.stderr[-3000:]
+        assert time.monotonic() < deadline, (done.stderr[-2000:], agent_log())
         time.sleep(3)
     assert done.returncode == 0, (args, done.stdout[-2000:], done.stderr[-3000:])
     said = done.stdout + done.stderr
