@@ -1,4 +1,5 @@
-"""Interrupt a real Optuna-guided study (Ctrl-C to `raystudy optimize`) and resume it.
+"""Interrupt a real Optuna-guided study (Ctrl-C to `raystudy optimize`) and resume it (once
+from a relocated copy of its folder, the original left in place).
 
 What must survive the interruption: Tune's trial count (num_samples, none lost or doubled),
 the finished trials (not run again), the Optuna storage (every trial with its final value) and
@@ -8,6 +9,7 @@ search would have drawn given the earlier results.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import mlflow
@@ -21,6 +23,7 @@ from raystudy.checks import load_spec
 from raystudy.spec.search_space import define_by_run
 from raystudy.study.driver import resume_study
 from raystudy.study.folder import StudyInfo
+from raystudy.study.relocate import relocate_study
 from raystudy.study.status import study_status
 from raystudy.tags import AT_STUDY_END, CLOSED_TAG, STOPPED_TAG, TRIAL_ID_TAG
 from raystudy.tune.state import FINISHED
@@ -94,6 +97,15 @@ def test_interrupted_optuna_study_resumes_with_its_sampler_and_storage(
     # run's end in MLflow and that result, and the trial then completes on resume.
     assert len(before) - 1 <= len(told_before) <= len(before)
 
+    # Resumed from a copy made elsewhere and relocated, the original left where it was: the
+    # copy's searcher must tell the copy's Optuna storage, and nothing may write the original.
+    original = study_dir
+    original_optuna = [(t.number, t.state, t.datetime_complete) for t in optuna_trials(original)]
+    original_runs = len(trial_runs(info))
+    study_dir = Path(shutil.copytree(original, tmp_path / "copied" / "optresume"))
+    relocate_study(study_dir)
+    info = StudyInfo.read(study_dir)
+
     outcome = resume_study(study_dir)
     assert outcome.ok, outcome.states
     assert study_status(study_dir) == {FINISHED: NUM_SAMPLES}
@@ -123,6 +135,12 @@ def test_interrupted_optuna_study_resumes_with_its_sampler_and_storage(
     # The sampler continued: the draws after the resume are the uninterrupted search's.
     expected = replayed_params([t.value for t in trials], seed=0)
     assert [t.params for t in trials] == [pytest.approx(p) for p in expected]
+
+    # The original study is as the interruption left it, in Optuna and in MLflow.
+    assert [(t.number, t.state, t.datetime_complete) for t in optuna_trials(original)] == (
+        original_optuna
+    )
+    assert len(trial_runs(StudyInfo.read(original))) == original_runs
 
 
 def kill_once_a_trial_finishes(command: list[str], study_dir: Path) -> None:
