@@ -4,6 +4,7 @@ modules that need a plain one; modules that need another (several nodes, a logic
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import pytest
@@ -21,6 +22,32 @@ def fresh_ray() -> None:
 
     if ray.is_initialized():
         ray.shutdown()
+
+
+def ray_cluster(**head_args: object):
+    """A `ray.cluster_utils.Cluster` with its head node, started once more when the head's
+    raylet misses Ray's fixed 30 s to register on a loaded machine (as
+    `raystudy.tune.cluster.start_local` does for a local Ray); the processes the first try
+    left are ended first, so that the second finds its ports free."""
+    import psutil
+    from ray.cluster_utils import Cluster
+
+    from raystudy.tune.cluster import slow_start
+
+    me = psutil.Process()
+    before = {p.pid for p in me.children(recursive=True)}
+    try:
+        return Cluster(initialize_head=True, head_node_args=head_args)
+    except Exception as exc:  # Ray raises a bare Exception here
+        if not slow_start(exc):
+            raise
+        left = [p for p in me.children(recursive=True) if p.pid not in before]
+        for process in left:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                process.kill()
+        psutil.wait_procs(left, timeout=30)
+        print(f"Ray's cluster head was slow to start ({exc}); starting it once more.")
+        return Cluster(initialize_head=True, head_node_args=head_args)
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import fresh_ray
+from conftest import fresh_ray, ray_cluster
 from ray.autoscaler._private.util import prepare_config
 from tiny import ROOT, SMOKE
 
@@ -354,7 +354,6 @@ def test_autoscaler_with_a_gpu_node_type_gets_the_gpu_request(
     runs on the node the autoscaler starts. Runs before the `ray_local` tests (one Ray per
     process)."""
     import ray
-    from ray.cluster_utils import Cluster
 
     from raystudy.tune.probe import cluster_request
 
@@ -394,10 +393,7 @@ def test_autoscaler_with_a_gpu_node_type_gets_the_gpu_request(
     path = tmp_path / "autoscaling.json"
     path.write_text(json.dumps(config))
     fresh_ray()
-    cluster = Cluster(
-        initialize_head=True,
-        head_node_args={"num_cpus": 1, "gcs_server_port": port, "autoscaling_config": str(path)},
-    )
+    cluster = ray_cluster(num_cpus=1, gcs_server_port=port, autoscaling_config=str(path))
     try:
         ray.init(address=cluster.address, log_to_driver=False)
         scaler = find_autoscaler()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import mlflow
 import pytest
-from conftest import fresh_ray
+from conftest import fresh_ray, ray_cluster
 from tiny import LIGHT, SMOKE, tiny
 
 from raystudy.checks import load_spec
@@ -17,11 +17,10 @@ from raystudy.tags import TRIAL_RUNS
 @pytest.fixture(scope="module")
 def cluster():
     import ray
-    from ray.cluster_utils import Cluster
 
     # Logical resources: the 2 real cores are shared, the counts are what Ray schedules by.
     fresh_ray()
-    nodes = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    nodes = ray_cluster(num_cpus=1)
     cpu_node = nodes.add_node(num_cpus=2)
     gpu_node = nodes.add_node(num_cpus=2, num_gpus=1)
     nodes.wait_for_nodes()

@@ -88,6 +88,12 @@ def connect(address: str | None) -> None:
 _SLOW_START = "timed out during startup"
 
 
+def slow_start(exc: BaseException) -> bool:
+    """Whether `exc` is Ray giving up on a node whose raylet did not register within its fixed
+    30 s (ray/_private/node.py): a loaded machine, worth one more start."""
+    return _SLOW_START in str(exc)
+
+
 def start_local(**init_args: object) -> None:
     """`ray.init(address="local", **init_args)`, started once more after a shutdown when the
     first node did not register in time: a loaded machine, not a broken install, and a second
@@ -97,7 +103,7 @@ def start_local(**init_args: object) -> None:
     try:
         ray.init(address="local", **init_args)
     except Exception as exc:  # Ray raises a bare Exception here
-        if _SLOW_START not in str(exc):
+        if not slow_start(exc):
             raise
         print(f"Ray's local node was slow to start ({exc}); starting it once more.", flush=True)
         ray.shutdown()
