@@ -22,7 +22,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from raystudy.study.folder import StudyBusy
+from raystudy.study.folder import StudyBusy, StudyError
 
 LOCK_FILE = "driver.lock"
 
@@ -38,7 +38,7 @@ def holder(study_dir: Path) -> dict[str, object] | None:
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise StudyBusy(f"{path}: cannot read the study's driver lock ({exc.strerror})") from None
+        raise StudyError(f"{path}: cannot read the study's driver lock ({exc.strerror})") from None
     try:
         record = _record(fd)
         try:

@@ -28,10 +28,16 @@ from raystudy.registry import unknown_name_message
 from raystudy.spec import StudySpec, TrialConfig, varying
 from raystudy.spec.url_secrets import expand
 from raystudy.study.driver import trial_resources
-from raystudy.study.folder import StudyError, StudyInfo, check_store, load_study_spec
+from raystudy.study.folder import (
+    ClusterUnavailable,
+    StudyError,
+    StudyInfo,
+    check_store,
+    load_study_spec,
+)
 from raystudy.study.lock import driver_lock
 from raystudy.study.report import PROBLEM, WARNING, Line, Report
-from raystudy.tags import MODEL_TAG
+from raystudy.tags import MODEL_ERROR_TAG, MODEL_TAG
 from raystudy.tracking.reader import trial_runs
 from raystudy.trials.rescore import RescoreJob, rescore_run, rescored_names, wanted
 from raystudy.tune.cluster import TuneSetupError, connect
@@ -168,8 +174,6 @@ def rescore_study(
 
 
 def _no_model(run: Run) -> str:
-    from raystudy.tags import MODEL_ERROR_TAG
-
     why = run.data.tags.get(MODEL_ERROR_TAG)
     return why or "no logged encoder (the study ran with execution.log_models: false)"
 
@@ -184,7 +188,7 @@ def _run_jobs(
     try:
         connect(address)
     except TuneSetupError as exc:
-        raise StudyError(str(exc)) from None
+        raise ClusterUnavailable(str(exc)) from None
     resources = trial_resources(spec)
     cpu, gpu = resources["cpu"], resources["gpu"]
     device = "cuda" if gpu > 0 else "cpu"
