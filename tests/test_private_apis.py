@@ -57,3 +57,19 @@ def test_mlflows_code_dataset_source_type_and_pickle_switch() -> None:
         assert not mlflow.pytorch._is_pickle_deserialization_allowed()
     assert "_load_by_pickle_check" in inspect.getsource(mlflow.pytorch._load_model)
     assert ALLOW_PICKLE == "MLFLOW_ALLOW_PICKLE_DESERIALIZATION"
+
+
+def test_rays_local_only_switch_names_a_study_s_local_node_loopback(ray_local) -> None:
+    """tune/cluster.py's start_local turns `ray_constants.ENABLE_RAY_CLUSTER` off while a
+    private local Ray starts, so the node (and every server of it) is on 127.0.0.1, and puts
+    it back for a later join of a real cluster."""
+    from ray._private import ray_constants
+
+    from raystudy.tune.cluster import _loopback_node
+
+    assert ray.util.get_node_ip_address() == "127.0.0.1"  # ray_local came from start_local
+    before = ray_constants.ENABLE_RAY_CLUSTER
+    assert isinstance(before, bool)
+    with _loopback_node():
+        assert ray_constants.ENABLE_RAY_CLUSTER is False
+    assert ray_constants.ENABLE_RAY_CLUSTER is before

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Iterator
 
 
 class TuneSetupError(RuntimeError):
@@ -44,7 +45,7 @@ def _check_address(address: str, timeout_s: float = 5.0) -> None:
 
 
 def connect(address: str | None) -> None:
-    """Join `address` or start a local Ray; the dashboard stays off (no open ports)."""
+    """Join `address` or start a local Ray, the dashboard off and every port on loopback."""
     import ray
 
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
@@ -76,10 +77,10 @@ def connect(address: str | None) -> None:
             ) from None
     else:
         # "local": always a cluster of our own; a bare ray.init() would join any other local
-        # cluster named in /tmp/ray (another user's study, a test run). Its ports listen on
-        # this machine's address: Ray (2.59 and later) starts a local cluster with token
-        # authentication, which refuses callers without the token it keeps in ~/.ray. Setting
-        # RAY_AUTH_MODE here, after Ray was imported, would leave this driver without it.
+        # cluster named in /tmp/ray (another user's study, a test run). It listens on loopback
+        # only (start_local), and Ray (2.59 and later) starts it with token authentication,
+        # which refuses callers without the token it keeps in ~/.ray. Setting RAY_AUTH_MODE
+        # here, after Ray was imported, would leave this driver without it.
         start_local(include_dashboard=False, log_to_driver=True)
 
 
@@ -95,16 +96,44 @@ def slow_start(exc: BaseException) -> bool:
 
 
 def start_local(**init_args: object) -> None:
-    """`ray.init(address="local", **init_args)`, started once more after a shutdown when the
-    first node did not register in time: a loaded machine, not a broken install, and a second
-    start usually finds the machine freer. A second timeout is raised as Ray raised it."""
+    """`ray.init(address="local", **init_args)` on a node that listens on loopback only,
+    started once more after a shutdown when the first node did not register in time: a loaded
+    machine, not a broken install, and a second start usually finds the machine freer. A
+    second timeout is raised as Ray raised it."""
     import ray
 
+    with _loopback_node():
+        try:
+            ray.init(address="local", **init_args)
+        except Exception as exc:  # Ray raises a bare Exception here
+            if not slow_start(exc):
+                raise
+            print(f"Ray's local node was slow to start ({exc}); starting it once more.", flush=True)
+            ray.shutdown()
+            ray.init(address="local", **init_args)
+
+
+@contextlib.contextmanager
+def _loopback_node() -> Iterator[None]:
+    """Name the local node 127.0.0.1 while it starts, as Ray itself does on macOS and Windows.
+
+    Ray names a new node by this machine's address, and every server of the node binds to
+    that name: its gRPC ports, and with ray[default] installed (the `cluster` and `dev`
+    extras) the dashboard agent's HTTP server and the Prometheus exporters of the agent, the
+    dashboard process and the autoscaler monitor, which answer anyone without a token. Named
+    127.0.0.1, each binds loopback only, and a private local Ray needs nothing more. The name
+    comes from `ray._private.services.get_node_ip_address`, which returns loopback when
+    `ray_constants.ENABLE_RAY_CLUSTER` is off (docs/architecture.md, "private APIs"); it is
+    put back afterwards, since joining a cluster later in this process needs the address.
+    """
+    from ray._private import ray_constants
+
+    before = getattr(ray_constants, "ENABLE_RAY_CLUSTER", None)
+    if before is None:  # moved by an upgrade: tests/test_private_apis.py says so
+        yield
+        return
+    ray_constants.ENABLE_RAY_CLUSTER = False
     try:
-        ray.init(address="local", **init_args)
-    except Exception as exc:  # Ray raises a bare Exception here
-        if not slow_start(exc):
-            raise
-        print(f"Ray's local node was slow to start ({exc}); starting it once more.", flush=True)
-        ray.shutdown()
-        ray.init(address="local", **init_args)
+        yield
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = before

@@ -198,7 +198,12 @@ def test_a_local_ray_starts_without_its_dashboard() -> None:
 
 
 @pytest.mark.heavy  # starts Ray (~10 s on 2 busy cores); the AST test above is the fast guard
-def test_the_local_ray_of_a_study_serves_no_http_and_needs_a_token(tmp_path: Path) -> None:
+def test_the_local_ray_of_a_study_listens_on_loopback_only_and_needs_a_token(
+    tmp_path: Path,
+) -> None:
+    """With ray[default] installed (the dev extra) Ray's dashboard agent serves HTTP and three
+    Prometheus exporters answer without a token; a study's private Ray keeps all of them, and
+    its gRPC ports, on loopback (raystudy.tune.cluster._loopback_node)."""
     script = textwrap.dedent(
         """
         import os, json
@@ -206,8 +211,9 @@ def test_the_local_ray_of_a_study_serves_no_http_and_needs_a_token(tmp_path: Pat
         connect(None)
         import ray
         gcs = ray.get_runtime_context().gcs_address
+        session = ray._private.worker._global_node.get_session_dir_path()
         print(json.dumps({"pid": os.getpid(), "auth": os.environ.get("RAY_AUTH_MODE"),
-                          "gcs": gcs}))
+                          "gcs": gcs, "session": session}))
         import sys; sys.stdout.flush(); sys.stdin.read()  # keep Ray up until told
         """
     )
@@ -227,10 +233,26 @@ def test_the_local_ray_of_a_study_serves_no_http_and_needs_a_token(tmp_path: Pat
             line = proc.stdout.readline()
         info = json.loads(line)
         assert info["auth"] == "token"
-        ports = {p for _, p in listening(_group(proc.pid))}
-        assert not ports & {8265, 52365}, ports  # the dashboard's and its agent's HTTP ports
-        # Ray's gRPC ports listen on the machine's address: a caller without the token (none,
-        # a wrong one, auth off) is refused; with this user's token, it joins.
+        # The agent binds its servers some seconds after ray.init returns, then writes its
+        # HTTP port (-1 in a minimal install) to the session folder: read sockets after that.
+        session = Path(info["session"])
+        deadline = time.monotonic() + 120
+        while not (agent := sorted(session.glob("dashboard_agent_listen_port_*"))):
+            assert time.monotonic() < deadline, "Ray's dashboard agent never became ready"
+            time.sleep(0.5)
+        agent_port = int(agent[0].read_text().strip() or -1)
+        sockets = listening(_group(proc.pid))
+        assert sockets, "the local Ray listens on nothing: the check would pass vacuously"
+        assert not {p for _, p in sockets} & {8265}, sockets  # the dashboard stays off
+        off_loopback = {(a, p) for a, p in sockets if a not in LOOPBACK | {"::ffff:127.0.0.1"}}
+        assert not off_loopback, off_loopback
+        if agent_port > 0:  # ray[default]: the agent's HTTP answers only with the token
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(f"http://127.0.0.1:{agent_port}/api/jobs/", timeout=10)
+            assert refused.value.code in (401, 403), refused.value
+        # Another user of this machine reaches loopback too: a caller without the token (none,
+        # a wrong one, auth off) is refused; with this user's token, it joins. A process
+        # joins a loopback node as Ray's own macOS default does (_join).
         stranger = tmp_path / "home"
         stranger.mkdir()
         callers = {
@@ -253,6 +275,9 @@ def _join(gcs: str, env: dict[str, str]) -> bool:
         "import ray, sys; ray.init(address=sys.argv[1]); print('JOINED', ray.cluster_resources())"
     )
     base = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH")}
+    # A driver names itself by this machine's address unless told, and then waits for a
+    # raylet of that name, which a node on 127.0.0.1 is not.
+    base["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
     done = subprocess.run(
         [sys.executable, "-c", client, gcs],
         env={**base, **env},
