@@ -44,6 +44,19 @@ def _check_address(address: str, timeout_s: float = 5.0) -> None:
         ) from None
 
 
+def _on_loopback(address: str) -> bool:
+    """Whether HOST:PORT names this machine's loopback (127.0.0.0/8, ::1, localhost)."""
+    import ipaddress
+
+    host = address.rpartition(":")[0].strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def connect(address: str | None) -> None:
     """Join `address` or start a local Ray, the dashboard off and every port on loopback."""
     import ray
@@ -59,7 +72,10 @@ def connect(address: str | None) -> None:
     if address:
         _check_address(address)
         try:
-            ray.init(address=address, log_to_driver=True)
+            # A loopback address is a Ray on this machine, maybe a study's own (start_local):
+            # Ray would swap 127.0.0.1 for the machine's address, where that one does not listen.
+            with _loopback_node() if _on_loopback(address) else contextlib.nullcontext():
+                ray.init(address=address, log_to_driver=True)
         # Ray exits the process (SystemExit) when a GCS it found stops answering.
         except (ValueError, ConnectionError, TimeoutError, RuntimeError, SystemExit) as exc:
             # A failed Ray Client join (ray://) leaves the process in client mode, where the
