@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from raystudy.tune.cluster import _on_loopback
+from raystudy.tune.cluster import _on_loopback, slow_start
 
 
 @pytest.mark.parametrize(
@@ -44,3 +44,19 @@ def test_a_second_driver_joins_a_study_s_local_ray_by_its_loopback_address(ray_l
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "NODE 127.0.0.1 42" in done.stdout, done.stdout
+
+
+@pytest.mark.parametrize(
+    ("message", "again"),
+    [
+        # Ray 2.60's words (ray/_private/node.py), as clean clones on a busy 2-core machine met them
+        ("The current node timed out during startup. This could happen because ...", True),
+        ("Timed out waiting for file /tmp/ray/session_x/gcs_server_port_9659dc3b", True),
+        ("Cannot include dashboard with missing packages.", False),
+        ("Failed to connect to Ray cluster at 127.0.0.1:6379", False),
+    ],
+)
+def test_a_local_ray_is_started_again_only_after_ray_s_own_startup_timeouts(
+    message: str, again: bool
+) -> None:
+    assert slow_start(RuntimeError(message)) is again

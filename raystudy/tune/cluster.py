@@ -100,15 +100,17 @@ def connect(address: str | None) -> None:
         start_local(include_dashboard=False, log_to_driver=True)
 
 
-#: Ray's own words when a new node's raylet did not register with its GCS in Ray's fixed 30 s
-#: (ray/_private/node.py, Ray 2.60); seen on a 2-core machine busy with other Ray clusters.
-_SLOW_START = "timed out during startup"
+#: Ray's own words when a new node's raylet did not register with its GCS, or its GCS did not
+#: write its port file, within Ray's fixed 30 s (ray/_private/node.py, Ray 2.60); both seen on
+#: a 2-core machine busy with other Ray clusters.
+_SLOW_START = ("timed out during startup", "Timed out waiting for file")
 
 
 def slow_start(exc: BaseException) -> bool:
-    """Whether `exc` is Ray giving up on a node whose raylet did not register within its fixed
-    30 s (ray/_private/node.py): a loaded machine, worth one more start."""
-    return _SLOW_START in str(exc)
+    """Whether `exc` is Ray giving up on a node whose raylet did not register, or whose GCS did
+    not publish its port, within its fixed 30 s (ray/_private/node.py): a loaded machine, worth
+    one more start."""
+    return any(words in str(exc) for words in _SLOW_START)
 
 
 def start_local(**init_args: object) -> None:
