@@ -370,6 +370,9 @@ def resume_study(
     """Finish an interrupted study: unfinished trials continue from their last checkpoint,
     finished ones are not run again; errored ones resume (or restart from scratch)."""
     started = time.monotonic()
+    # A `run` takes the lock before it writes study.json: a study being created is busy,
+    # not missing.
+    refuse_if_driven(study_dir, "resume")
     info = StudyInfo.read(study_dir)
     with driver_lock(study_dir, "resume"):
         return _resume(study_dir, info, started, address, restart_errored)

@@ -35,7 +35,7 @@ from raystudy.study.folder import (
     check_store,
     load_study_spec,
 )
-from raystudy.study.lock import driver_lock
+from raystudy.study.lock import driver_lock, refuse_if_driven
 from raystudy.study.report import PROBLEM, WARNING, Line, Report
 from raystudy.tags import MODEL_ERROR_TAG, MODEL_TAG
 from raystudy.tracking.reader import trial_runs
@@ -129,6 +129,7 @@ def rescore_study(
     """Score every finished trial run of the study with `metrics` and `probes`, as Ray tasks,
     writing the keys into the runs; runs that have them already are skipped."""
     check_names(metrics, probes)
+    refuse_if_driven(study_dir, "rescore")  # before study.json: a `run` may still be writing it
     info = StudyInfo.read(study_dir)
     spec = load_study_spec(study_dir)
     if spec.search.method == "optuna":

@@ -56,9 +56,10 @@ def resume_watched(
     resume = functools.partial(
         resume_study, study_dir, address=address, restart_errored=restart_errored
     )
-    info = StudyInfo.read(study_dir)
-    # Said before the display starts and a log is opened in the folder of a study in use.
+    # Said before the display starts and a log is opened in the folder of a study in use;
+    # and before study.json is read: a `run` holds the lock while it is still writing it.
     refuse_if_driven(study_dir, "resume")
+    info = StudyInfo.read(study_dir)
     restore_tune_state(study_dir)
     warn_of_drift(info, study_dir)
     if verbose:

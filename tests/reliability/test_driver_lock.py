@@ -112,3 +112,30 @@ def test_a_lock_recorded_by_another_host_refuses_and_says_which_file_to_delete(
         pytest.fail("took a lock another host records")
     message = str(refused.value)
     assert "pid 4242 on host head-node-7" in message and str(study / LOCK_FILE) in message
+
+
+def test_a_study_whose_run_has_not_yet_written_study_json_is_busy_not_missing(
+    tmp_path: Path,
+) -> None:
+    # `raystudy run` takes the lock, then starts its MLflow store (seconds), then writes
+    # study.json: a second driver in that window is told who drives the study.
+    folder = tmp_path / "starting"
+    folder.mkdir()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(folder)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
+        assert not (folder / STUDY_FILE).exists()
+        pid, host = str(proc.pid), socket.gethostname()
+        for command in ("resume", "rescore"):
+            extra = ["--metrics", "mig"] if command == "rescore" else []
+            code, out = invoke(command, folder.name, "--output", str(tmp_path), *extra)
+            assert code == 6 and f"pid {pid} on host {host}" in out and command in out, out
+        assert sorted(p.name for p in folder.iterdir()) == [LOCK_FILE]
+    finally:
+        proc.kill()
+        proc.wait()
+    # once the half-made study's driver is gone, it is what it is: not a study
+    code, out = invoke("resume", folder.name, "--output", str(tmp_path))
+    assert code == 3 and "not a raystudy study" in out, out
