@@ -224,9 +224,11 @@ def make_searcher(
         return None, scheduler, {}
     import optuna
 
+    from raystudy.tune.samplers import PicklableNSGAIISampler
+
     samplers = {
         "tpe": lambda: optuna.samplers.TPESampler(seed=search.seed),
-        "nsga2": lambda: optuna.samplers.NSGAIISampler(seed=search.seed),
+        "nsga2": lambda: PicklableNSGAIISampler(seed=search.seed),
         "random": lambda: optuna.samplers.RandomSampler(seed=search.seed),
     }
     storage_url = optuna_storage_url(spec, study_dir)
