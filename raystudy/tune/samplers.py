@@ -14,7 +14,10 @@ from typing import Any
 
 import optuna
 
-_LOCK_TYPES = (type(threading.Lock()), type(threading.RLock()))
+_LOCK = type(threading.Lock())
+_RLOCK = type(threading.RLock())
+#: Where the pickle records which attributes were locks (True: reentrant).
+_LOCKS = "_locks_left_out"
 
 
 class PicklableNSGAIISampler(optuna.samplers.NSGAIISampler):
@@ -22,14 +25,16 @@ class PicklableNSGAIISampler(optuna.samplers.NSGAIISampler):
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        locks = [k for k, v in state.items() if isinstance(v, _LOCK_TYPES)]
+        locks = {
+            k: isinstance(v, _RLOCK) for k, v in state.items() if isinstance(v, _LOCK | _RLOCK)
+        }
         for key in locks:
-            state[key] = type(state[key]) is _LOCK_TYPES[1]  # True: an RLock
-        state["_unpickled_locks"] = locks
+            del state[key]
+        state[_LOCKS] = locks
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         state = dict(state)
-        for key in state.pop("_unpickled_locks", []):
-            state[key] = threading.RLock() if state[key] else threading.Lock()
+        for key, reentrant in state.pop(_LOCKS, {}).items():
+            state[key] = threading.RLock() if reentrant else threading.Lock()
         self.__dict__.update(state)
