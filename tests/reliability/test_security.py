@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SOURCES = sorted((ROOT / "raystudy").rglob("*.py")) + sorted((ROOT / "bench").glob("*.py"))
 CLUSTER_FILES = [ROOT / "cluster.yaml", ROOT / "tests" / "clusters" / "onprem.yaml"]
 # The README and the reference pages it links to: every command they show a user.
-DOC_FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOC_FILES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 LOOPBACK = {"127.0.0.1", "::1"}
 
 
@@ -296,7 +296,9 @@ def _server_commands(text: str) -> list[str]:
     ]
 
 
-@pytest.mark.parametrize("path", [*DOC_FILES, *CLUSTER_FILES], ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "path", [*DOC_FILES, *CLUSTER_FILES], ids=lambda p: str(p.relative_to(ROOT))
+)
 def test_documented_servers_bind_loopback_or_an_explicit_private_host(path: Path) -> None:
     text = path.read_text()
     assert not re.search(r"0\.0\.0\.0|--host[= ]+(::|\[::\])(\s|$)", text), (
@@ -312,7 +314,7 @@ def test_documented_servers_bind_loopback_or_an_explicit_private_host(path: Path
             assert host.group(1) in ("127.0.0.1", "$(hostname -I | cut -d' ' -f1)"), line
 
 
-@pytest.mark.parametrize("doc", ["reliability.md", "performance.md"])  # security; cluster how-to
+@pytest.mark.parametrize("doc", ["reliability.md", "clusters.md"])  # security; cluster how-to
 def test_the_docs_say_how_to_reach_a_cluster_ui_through_ssh(doc: str) -> None:
     text = (ROOT / "docs" / doc).read_text()
     assert "ray dashboard cluster.yaml" in text  # Ray's own SSH tunnel to 8265
@@ -354,7 +356,7 @@ def test_cluster_configs_hold_no_credentials_and_open_no_ports(path: Path) -> No
     assert set(config["auth"]) == {"ssh_user"}  # keys come from the SSH agent / ~/.ssh
     # No security-group rules of our own: Ray's default group admits SSH only.
     assert "0.0.0.0/0" not in path.read_text() and "IpPermissions" not in path.read_text()
-    cluster_doc = (ROOT / "docs" / "performance.md").read_text()  # "Run on a cluster"
+    cluster_doc = (ROOT / "docs" / "clusters.md").read_text()  # "Run on a cluster"
     assert "holds no credentials" in cluster_doc and "~/.aws" in cluster_doc
     assert "AWS_PROFILE" in cluster_doc
 
