@@ -7,7 +7,7 @@ batch 64, Adam lr 5e-4, seed 0, `--workers` models at a time in spawned processe
 `--threads` torch threads each (on two cores two one-thread trainings beat one two-thread one,
 bench/RESULTS.md "CPU threads per trial"), then scores DCI (Eastwood & Williams 2018, the
 gradient-boosted importances of Locatello et al. 2019) on the same 2,000 + 1,000 encoder-set
-points for every model. Prints one line per model; docs/studies.md ("DCI-D on this CPU")
+points for every model. Prints one line per model; docs/studies/models.md ("DCI-D on this CPU")
 records the runs. It was a test once: at these budgets no beta-VAE has organised its codes, so
 the expectation "beta >= 4 above beta 1" does not hold on a CPU and is not asserted anywhere;
 that weak supervision raises DCI-D at a CPU budget is the laptop study's Finding (its test is

@@ -77,7 +77,7 @@ def main(
     """Distributed studies of disentangled representations and their OOD transfer."""
 
 
-#: Exit codes (docs/studies.md, "Exit codes"): 1 a study that ran but left trials unfinished;
+#: Exit codes (docs/studies/commands.md): 1 a study that ran but left trials unfinished;
 #: 2 a mistake in what was given (spec, options, names); the rest from the error's class.
 UNFINISHED, MISTAKE, NO_STUDY, STORE, CLUSTER, BUSY = 1, 2, 3, 4, 5, 6
 

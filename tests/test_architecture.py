@@ -1,4 +1,4 @@
-"""The import rules of docs/architecture.md hold: every module is in a layer, layers import
+"""The import rules of docs/architecture/layout.md hold: every module is in a layer, layers import
 downwards, no import circles, the configuration, the pure cores and scoring never load Ray
 or MLflow, and only raystudy.tune imports Ray.
 

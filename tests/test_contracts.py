@@ -1,4 +1,4 @@
-"""One home per contract (docs/architecture.md, section 2): a metric key, an MLflow tag name,
+"""One home per contract (docs/architecture/layout.md, section 2): a metric key, an MLflow tag name,
 a value raystudy gives its tags, a run status and a trial outcome are typed as strings only in
 the module that defines them, and imported everywhere else.
 

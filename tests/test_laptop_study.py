@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 LAPTOP = ROOT / "search_spaces/laptop.yaml"
 
 
-# paper: the whole laptop study, about an hour of two cores (docs/studies.md).
+# paper: the whole laptop study, about an hour of two cores (docs/studies/laptop.md).
 @pytest.mark.paper
 def test_laptop_study_spans_disentanglement_and_answers_the_papers_questions(
     tmp_path: Path,

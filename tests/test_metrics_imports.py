@@ -1,4 +1,5 @@
-"""The metrics layer must stay usable without Ray or MLflow (docs/architecture.md section 2)."""
+"""The metrics layer must stay usable without Ray or MLflow (docs/architecture/layout.md,
+section 2)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The private parts of Ray, Optuna and MLflow that raystudy leans on (docs/architecture.md,
+"""The private parts of Ray, Optuna and MLflow that raystudy leans on (docs/architecture/scale.md,
 "Private APIs"), each checked against the installed release: after an upgrade, a failure here
 names what moved before a study finds out."""
 

@@ -464,7 +464,7 @@ def test_one_seeds_failed_evaluation_leaves_the_others_finished_in_tune_too(tmp_
     assert lost.status == "FAILED" and lost.error == "ValueError: probe failed"
 
 
-# heavy: the suite's 10-minute budget (docs/performance.md).
+# heavy: the suite's 10-minute budget (docs/performance/test-suite.md).
 @pytest.mark.heavy
 def test_a_stack_over_beta_is_read_and_synced_from_tune_model_by_model(ray_local, tmp_path):
     spec = load_spec(

@@ -128,7 +128,7 @@ def test_optuna_study_persists_trials_with_the_trials_metric(ray_local, tmp_path
         )
 
 
-# heavy: the suite's 10-minute budget (docs/performance.md).
+# heavy: the suite's 10-minute budget (docs/performance/test-suite.md).
 @pytest.mark.heavy
 def test_multi_objective_nsga2(ray_local, tmp_path: Path) -> None:
     spec = load_spec(

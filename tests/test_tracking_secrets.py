@@ -134,7 +134,8 @@ def test_a_study_on_a_password_protected_database_writes_the_password_nowhere(
     # Where the variable is missing, reading the study's runs says which one, and where.
     monkeypatch.delenv(VAR)
     blind = CliRunner().invoke(app, ["status", "sealed", "--output", str(tmp_path)])
-    # The store's exit code (docs/studies.md "Exit codes"), with Tune's counts still shown.
+    # The store's exit code (docs/studies/commands.md, "Exit codes"), with Tune's counts still
+    # shown.
     assert blind.exit_code == StoreUnavailable.exit_code == 4, blind.output
     assert "finished      1" in blind.output
     said = " ".join(blind.output.split())

@@ -143,7 +143,7 @@ def test_trial_scores_intervention_metrics_inside_the_encoder_set(tmp_path: Path
     assert_names_declared(config, results)
     for key in ("dis/sap", "dis/beta_vae", "dis/factor_vae"):
         assert 0.0 <= results[key] <= 1.0
-    # downstream accuracy is a down/* score, as docs/architecture.md names it
+    # downstream accuracy is a down/* score, as docs/architecture/models-and-metrics.md names it
     assert 0.0 <= results["down/gbt100_acc"] <= 1.0 and "dis/gbt100_acc" not in results
     # draws come from the encoder set: the 4 held-out hues of 12 are rejected and redrawn
     assert abs(results["dis/beta_vae_resampled"] - 4 / 12) < 0.03

@@ -1,4 +1,4 @@
-"""Ground-truth factor datasets, selectors and OOD splits (docs/architecture.md sections 3-4).
+"""Ground-truth factor datasets, selectors and OOD splits (docs/architecture/data.md).
 
 Datasets: ``dsprites``, ``color_dsprites``, ``shapes3d``, ``mpi3d``, ``finger``, ``circles``,
 ``simple``, and Locatello et al. (2019)'s ``random_color_dsprites``, ``noisy_dsprites``,

@@ -1,4 +1,4 @@
-"""The ground-truth dataset interface (docs/architecture.md section 3).
+"""The ground-truth dataset interface (docs/architecture/data.md, section 3).
 
 A dataset is a :class:`FactorSpace` plus a renderer from factor indices to images. Images are
 made on demand, per batch, on the device of the indices, so a trial never touches disk or

@@ -27,7 +27,7 @@ def study_schema() -> dict[str, Any]:
         **schema,
         "title": "raystudy study spec",
         "description": "A raystudy study: base trial values, the grid or search space over "
-        "them, and how to run and track it (docs/studies.md).",
+        "them, and how to run and track it (docs/studies/spec.md).",
     }
 
 

@@ -27,7 +27,7 @@ SPEC_FILE = "spec.yaml"
 class StudyError(RuntimeError):
     """A study that cannot start (or finish); the message says why and what to do."""
 
-    #: The command's exit status for it (docs/studies.md, "Exit codes"): 2, a mistake in what
+    #: The command's exit status for it (docs/studies/commands.md): 2, a mistake in what
     #: was given (a spec, an option, a folder); the subclasses below have their own.
     exit_code = 2
 

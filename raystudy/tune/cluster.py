@@ -141,7 +141,7 @@ def _loopback_node() -> Iterator[None]:
     dashboard process and the autoscaler monitor, which answer anyone without a token. Named
     127.0.0.1, each binds loopback only, and a private local Ray needs nothing more. The name
     comes from `ray._private.services.get_node_ip_address`, which returns loopback when
-    `ray_constants.ENABLE_RAY_CLUSTER` is off (docs/architecture.md, "private APIs"); it is
+    `ray_constants.ENABLE_RAY_CLUSTER` is off (docs/architecture/scale.md, 9b); it is
     put back afterwards, since joining a cluster later in this process needs the address.
     """
     from ray._private import ray_constants

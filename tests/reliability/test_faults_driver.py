@@ -28,7 +28,7 @@ STEPS = 16
 SEEDS = [0, 1, 2]
 
 
-# heavy: the suite's budget (docs/performance.md); Ctrl-C and resume run in CI.
+# heavy: the suite's budget (docs/performance/test-suite.md); Ctrl-C and resume run in CI.
 @pytest.mark.heavy
 def test_killed_driver_resumes_to_one_finished_run_per_grid_point(tmp_path: Path) -> None:
     overrides = tiny(

@@ -78,7 +78,7 @@ def _run_with_fault(
     return outcome
 
 
-# heavy: the suite's 10-minute budget (docs/performance.md).
+# heavy: the suite's 10-minute budget (docs/performance/test-suite.md).
 @pytest.mark.heavy
 def test_killed_worker_resumes_from_its_checkpoint_into_the_same_run(
     cluster, tmp_path: Path

@@ -20,8 +20,8 @@ decoders.py``), and why this objective does not:
   500 "epochs" of 10 batches each (ignite's ``epoch_length=10``), 5,000 steps, and keeps the
   checkpoint with the best NLL on 100 training batches. Here the decoder trains with the
   trial's ``train`` section, like every model of the study: a grid gives all its objectives
-  one learning rate. Measured (``bench/montero_gt_decoder.py``; docs/studies.md, "Montero
-  et al. 2021"): at 1e-4 the MLP fits its training images more slowly than a conv VAE over
+  one learning rate. Measured (``bench/montero_gt_decoder.py``; docs/studies/papers/
+  montero2021.md): at 1e-4 the MLP fits its training images more slowly than a conv VAE over
   the first few thousand steps, and at 1e-3 its training NLL is level with the VAE's by
   3,000 steps; its held-out NLL stays ~10 nats above the VAE's at 3,000 steps at either rate
   (and with the VAEs' conv decoder), which the bench does not explain; whether the study's
