@@ -11,7 +11,13 @@ import pandas as pd
 
 from raystudy.keys import TIME
 from raystudy.phases import phase_lines, runs_phases
-from raystudy.study.folder import StoreUnavailable, StudyError, StudyInfo, check_store
+from raystudy.study.folder import (
+    STUDY_FILE,
+    StoreUnavailable,
+    StudyError,
+    StudyInfo,
+    check_store,
+)
 from raystudy.study.lock import holder
 from raystudy.study.report import PROBLEM, WARNING, Line, Report
 from raystudy.tags import RUN_FINISHED, RUN_NAME_TAG, column
@@ -84,12 +90,35 @@ def run_statuses(runs: pd.DataFrame) -> dict[str, int]:
     return {} if runs.empty else runs["status"].value_counts().to_dict()
 
 
+def being_started(study_dir: Path) -> dict[str, object] | None:
+    """The driver of a study being created: `raystudy run` takes the study's lock, starts its
+    MLflow store (seconds), then writes study.json. None once study.json exists, or when no
+    live driver holds the folder (then it is no study)."""
+    if (study_dir / STUDY_FILE).exists():
+        return None
+    return holder(study_dir)
+
+
+def starting_line(study_dir: Path, name: str | None, driver: dict[str, object]) -> str:
+    doing = f" ({driver['doing']})" if driver.get("doing") else ""
+    since = f" since {driver['started']}" if driver.get("started") else ""
+    return (
+        f"Study {name or study_dir.name!r} in {study_dir} is being started by pid "
+        f"{driver.get('pid')} on host {driver.get('host')}{doing}{since}: its {STUDY_FILE} is "
+        "not written yet; ask again in a few seconds"
+    )
+
+
 def status_report(study_dir: Path, name: str | None = None) -> Report:
     """`raystudy status`: the study (`name`, default its folder's), its trial count and
     folder, a line per outcome that has trials (Tune's view), then its MLflow runs by status.
     StudyError for a folder that holds no readable study; a store that cannot be read is a
     line of the report, after Tune's counts (exit code 4, the store's, also for a missing
-    sqlite store)."""
+    sqlite store). A study whose `run` holds the lock but has not written study.json yet is
+    being started: said, with its driver, exit code 0."""
+    starter = being_started(study_dir)
+    if starter is not None:
+        return Report([Line(starting_line(study_dir, name, starter))], 0)
     info = StudyInfo.read(study_dir)
     text = [f"Study {name or study_dir.name!r} ({info.num_tune_trials} trials) in {study_dir}"]
     driver = holder(study_dir)
@@ -124,11 +153,22 @@ def status_data(study_dir: Path, name: str | None = None) -> dict[str, Any]:
     and trial counts, the driver holding it (or None), Tune's trial counts by outcome
     (`outcomes`), MLflow's runs
     by status and the phases' summed seconds (None, with the reason in `mlflow_error`, when the
-    store cannot be read; `outcomes_error` likewise for a damaged Tune state)."""
+    store cannot be read; `outcomes_error` likewise for a damaged Tune state). `starting` is
+    true, with only `driver` filled in, while a `run` that holds the lock has not yet written
+    study.json."""
+    starter = being_started(study_dir)
+    if starter is not None:
+        return {
+            "study": name or study_dir.name,
+            "folder": str(study_dir),
+            "starting": True,
+            "driver": starter,
+        }
     info = StudyInfo.read(study_dir)
     out: dict[str, Any] = {
         "study": name or study_dir.name,
         "folder": str(study_dir),
+        "starting": False,
         "tune_trials": info.num_tune_trials,
         "models": info.models,
         "tracking_uri": shown(info.tracking_uri),

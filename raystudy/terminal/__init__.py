@@ -14,6 +14,7 @@ from pathlib import Path
 from raystudy.study.folder import StudyError
 from raystudy.terminal.capture import CapturedOutput, captured_output, terminal_stream
 from raystudy.terminal.display import StudyDisplay
+from raystudy.tune.cluster import connected, disconnect
 from raystudy.tune.progress import progress_sink
 
 #: The folder of a study that its runs' logs are in.
@@ -44,6 +45,7 @@ def watched(
     """
     stream = terminal_stream()
     captured = None
+    ray_was_up = connected()
     try:
         with (
             StudyDisplay(stream, total, metric=metric) as display,
@@ -53,6 +55,11 @@ def watched(
             if study_dir is not None:
                 captured.move_to(log_path(study_dir, command))
             yield captured
+            if not ray_was_up:
+                # Ray prints its workers' late lines ("(_trainable pid=...) Checkpoint
+                # successfully created at: ...") until it stops, at exit otherwise: stopped
+                # here, while they still go to the log, none prints after the run's summary.
+                disconnect()
     except BaseException as exc:
         if captured is not None and captured.path.parent.name != LOGS_DIR:
             if isinstance(exc, StudyError):

@@ -100,6 +100,22 @@ def connect(address: str | None) -> None:
         start_local(include_dashboard=False, log_to_driver=True)
 
 
+def connected() -> bool:
+    """Whether this process is connected to a Ray (started or joined)."""
+    import ray
+
+    return ray.is_initialized()
+
+
+def disconnect() -> None:
+    """Leave Ray: a local Ray this process started stops, a cluster it joined runs on. Ray
+    forwards its workers' output to the driver until then."""
+    import ray
+
+    if ray.is_initialized():
+        ray.shutdown()
+
+
 #: Ray's own words when a new node's raylet did not register with its GCS, or its GCS did not
 #: write its port file, within Ray's fixed 30 s (ray/_private/node.py, Ray 2.60); both seen on
 #: a 2-core machine busy with other Ray clusters.

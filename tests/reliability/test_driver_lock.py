@@ -8,6 +8,7 @@ as the first driver is in tests/reliability/test_faults_driver.py (it needs Ray)
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -138,4 +139,31 @@ def test_a_study_whose_run_has_not_yet_written_study_json_is_busy_not_missing(
         proc.wait()
     # once the half-made study's driver is gone, it is what it is: not a study
     code, out = invoke("resume", folder.name, "--output", str(tmp_path))
+    assert code == 3 and "not a raystudy study" in out, out
+
+
+def test_status_of_a_study_being_started_names_its_driver(tmp_path: Path) -> None:
+    # Between `run` taking the lock and writing study.json, `status` says the study is being
+    # started and by whom (exit 0), not that the folder is no study.
+    folder = tmp_path / "starting"
+    folder.mkdir()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(folder)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
+        pid, host = str(proc.pid), socket.gethostname()
+        code, out = invoke("status", folder.name, "--output", str(tmp_path))
+        assert code == 0, out
+        assert f"being started by pid {pid} on host {host} (run)" in out, out
+        assert "not a raystudy study" not in out
+        code, out = invoke("status", folder.name, "--output", str(tmp_path), "--json")
+        data = json.loads(out)
+        assert code == 0 and data["starting"] is True, out
+        assert str(data["driver"]["pid"]) == pid and data["driver"]["host"] == host
+        assert sorted(p.name for p in folder.iterdir()) == [LOCK_FILE]
+    finally:
+        proc.kill()
+        proc.wait()
+    code, out = invoke("status", folder.name, "--output", str(tmp_path))
     assert code == 3 and "not a raystudy study" in out, out
