@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from raystudy.spec import StudySpec
-from raystudy.study.folder import study_path
+from raystudy.study.folder import STUDY_FILE, study_path
 from raystudy.tags import BY_ASHA, STOPPED_TAG
 from raystudy.tune.state import ERROR, OUTCOMES, STOPPED, TUNE_DIR, outcome_word
 
@@ -92,3 +92,17 @@ def outcome_report(outcome: StudyOutcome, output: Path, log: Path | None = None)
         )
         lines.append(Line(text, WARNING))
     return Report(lines, 1 if not outcome.ok or outcome.tracking_error else 0)
+
+
+def interrupted_line(study: str, output: Path) -> Line:
+    """What a Ctrl-C that ended `run`, `optimize` or `resume` leaves: a study that started keeps
+    what each trial recorded up to its last checkpoint, and `resume` continues it (a warning);
+    one that had not started left nothing."""
+    if (study_path(output, study) / STUDY_FILE).is_file():
+        text = (
+            f"Interrupted: stopped at once, without waiting for Tune's last save of the "
+            f"study's state; every trial keeps what it recorded up to its last checkpoint. "
+            f"`raystudy resume {study} --output {output}` continues the study."
+        )
+        return Line(text, WARNING)
+    return Line("Interrupted before the study started: nothing was written.")
