@@ -66,7 +66,7 @@ def interrupted(study: str, output: Path) -> NoReturn:
 
 def ignore_interrupts() -> None:
     """Once a study has stopped, what remains is printing and, where the run did not stop
-    its Ray already (`--verbose`, a Ray joined), Ray's own shutdown at exit (a second or two):
+    its Ray already (`--verbose`), Ray's own shutdown at exit (a second or two):
     a Ctrl-C there would only interrupt Ray mid-shutdown (a traceback, at worst a crash), so
     it is ignored."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
