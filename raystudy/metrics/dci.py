@@ -217,23 +217,13 @@ def disentanglement(importance: ArrayLike) -> float:
     Returns:
         D in [0, 1]; 0 when R is all zero.
     """
-    importance = _as_importance(importance)
-    per_code = 1.0 - _normalised_entropy(importance)
-    return _weighted_by_mass(per_code, importance.sum(axis=1))
+    return _concentration(_as_importance(importance))
 
 
 def completeness(importance: ArrayLike) -> float:
-    """C = sum_k rho_k (1 - H_D(R[:, k] / sum_j R[j, k])), rho_k = R[:, k].sum() / R.sum().
-
-    Args:
-        importance: (D, K) importance matrix R (its absolute value is used).
-
-    Returns:
-        C in [0, 1]; 0 when R is all zero.
-    """
-    importance = _as_importance(importance)
-    per_factor = 1.0 - _normalised_entropy(importance.T)
-    return _weighted_by_mass(per_factor, importance.sum(axis=0))
+    """C = sum_k rho_k (1 - H_D(R[:, k] / sum_j R[j, k])), rho_k = R[:, k].sum() / R.sum(): the
+    D of the transposed R, in [0, 1] (0 when R is all zero)."""
+    return _concentration(_as_importance(importance).T)
 
 
 @register_metric("dci", outputs=("dci_d", "dci_c", "dci_i", "dci_i_train"))
@@ -310,6 +300,13 @@ def _normalised_entropy(weights: NDArray[np.float64]) -> NDArray[np.float64]:
     logs = np.log(probs, out=np.zeros_like(probs), where=probs > 0)
     entropy = -(probs * logs).sum(axis=1) / np.log(num_cols)
     return np.where(totals[:, 0] > 0, entropy, 1.0)
+
+
+def _concentration(weights: NDArray[np.float64]) -> float:
+    """sum_i rho_i (1 - H(weights[i, :])), rho_i = weights[i, :].sum() / weights.sum(): how
+    much of each row's weight one column holds, averaged by the rows' weights (Eastwood &
+    Williams 2018)."""
+    return _weighted_by_mass(1.0 - _normalised_entropy(weights), weights.sum(axis=1))
 
 
 def _weighted_by_mass(scores: NDArray[np.float64], mass: NDArray[np.float64]) -> float:
