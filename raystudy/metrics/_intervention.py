@@ -261,6 +261,7 @@ def on_dataset(metric: Callable[..., dict[str, float]]) -> Callable[..., dict[st
         num_eval: points it is scored on (reference 5,000).
         render_batch_size: observations rendered and encoded per call.
         device: where observations are rendered (that of ``represent``'s model).
+        n_jobs: threads the metric may use.
     """
 
     def entry(
@@ -275,6 +276,7 @@ def on_dataset(metric: Callable[..., dict[str, float]]) -> Callable[..., dict[st
         num_eval: int = 5_000,
         render_batch_size: int = 256,
         device: str | torch.device = "cpu",
+        n_jobs: int = 1,
         **options: Any,
     ) -> dict[str, float]:
         sampler = FeasibleSampler(dataset) if sampler is None else sampler
@@ -282,7 +284,7 @@ def on_dataset(metric: Callable[..., dict[str, float]]) -> Callable[..., dict[st
             dataset, represent, sampler, seed, pool,
             batch_size, num_train, num_eval, render_batch_size, device,
         )  # fmt: skip
-        return metric(setting, **options)
+        return metric(setting, n_jobs=n_jobs, **options)
 
     functools.update_wrapper(entry, metric)
     del entry.__wrapped__  # its signature is the dataset's, not the setting's

@@ -49,7 +49,7 @@ from raystudy.metrics.registry import register_intervention_metric
     "beta_vae", outputs=("beta_vae", "beta_vae_train", "beta_vae_resampled")
 )
 @on_dataset
-def beta_vae(setting: Intervention, *, n_jobs: int = 1) -> dict[str, float]:
+def beta_vae(setting: Intervention, *, n_jobs: int) -> dict[str, float]:
     """BetaVAE score of ``represent`` on ``dataset`` (see module doc).
 
     Args:

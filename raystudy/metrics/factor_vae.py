@@ -58,9 +58,9 @@ from raystudy.metrics.registry import register_intervention_metric
 def factor_vae(
     setting: Intervention,
     *,
+    n_jobs: int,
     num_variance_estimate: int = 10_000,
     prune_threshold: float = 0.05,
-    n_jobs: int = 1,
 ) -> dict[str, float]:
     """FactorVAE score of ``represent`` on ``dataset`` (see module doc).
 
