@@ -151,8 +151,7 @@ def fit_boosted_trees(
     binned_t = np.ascontiguousarray(binned.T, dtype=index_type)
     eval_t = np.ascontiguousarray(eval32.T)
 
-    orders = [rng.permutation(num_features) for _ in range(NUM_ORDERS)]
-    perms = [p for order in orders for p in (order, order[::-1].copy())]
+    perms = _column_orders(rng, num_features)
     stage_perm = np.arange(n_estimators) % len(perms)
     train_sets = {
         i: xgb.DMatrix(binned[:, perms[i]], nthread=n_jobs) for i in set(stage_perm.tolist())
@@ -179,14 +178,10 @@ def fit_boosted_trees(
 
     raw, raw_eval, onehot = _initial_scores(labels, num_classes, len(eval32))
     hess = np.ones((n, outputs), dtype=np.float32)
-    # Node ids of a depth-d xgboost tree are < 2^(d+1) - 1; one flat id per (tree, node)
-    # lets a single bincount do every tree's Newton step.
-    slots = 2 ** (max_depth + 1) - 1
-    offsets = np.arange(outputs) * slots
+    slots, offsets = _node_ids(max_depth, outputs)
     gain = np.zeros(num_features)
     for m in range(n_estimators):
-        p = expit(raw) if outputs == 1 else softmax(raw, axis=1)
-        residual = onehot - p
+        p, residual = _residuals(raw, onehot, outputs)
         perm = perms[stage_perm[m]]
         train_set = train_sets[int(stage_perm[m])]
         booster.boost(train_set, m, grad=(-GRADIENT_SCALE * residual).astype(np.float32), hess=hess)
@@ -203,6 +198,28 @@ def fit_boosted_trees(
             raw_eval += learning_rate * step[(eval_leaves + offsets[:, None]).T]
 
     return _result(raw, raw_eval, gain, outputs, x_eval)
+
+
+def _column_orders(rng: np.random.Generator, num_features: int) -> list[NDArray[np.int64]]:
+    """NUM_ORDERS random column orders, each followed by its reverse (the module doc's ties)."""
+    orders = [rng.permutation(num_features) for _ in range(NUM_ORDERS)]
+    return [p for order in orders for p in (order, order[::-1].copy())]
+
+
+def _node_ids(max_depth: int, outputs: int) -> tuple[int, NDArray[np.int64]]:
+    """Node ids per tree and each tree's offset. Node ids of a depth-d tree are
+    < 2^(d+1) - 1; one flat id per (tree, node) lets a single bincount do every tree's
+    Newton step."""
+    slots = 2 ** (max_depth + 1) - 1
+    return slots, np.arange(outputs) * slots
+
+
+def _residuals(
+    raw: NDArray[np.float64], onehot: NDArray[np.bool_], outputs: int
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """p = sigmoid (one output) or softmax of the raw scores, and the residuals y - p."""
+    p = expit(raw) if outputs == 1 else softmax(raw, axis=1)
+    return p, onehot - p
 
 
 def _initial_scores(
@@ -278,15 +295,12 @@ def _boost_exact(
     x32 = np.ascontiguousarray(x32)
     columns = sort_columns(x32)
     # Per stage, one feature order (the tie rule; see the module docstring), as for xgboost.
-    orders = [rng.permutation(num_features) for _ in range(NUM_ORDERS)]
-    perms = [p for order in orders for p in (order, order[::-1].copy())]
+    perms = _column_orders(rng, num_features)
     raw, raw_eval, onehot = _initial_scores(labels, num_classes, len(eval32))
-    slots = 2 ** (max_depth + 1) - 1
-    offsets = np.arange(outputs) * slots
+    slots, offsets = _node_ids(max_depth, outputs)
     gain = np.zeros(num_features)
     for m in range(n_estimators):
-        p = expit(raw) if outputs == 1 else softmax(raw, axis=1)
-        residual = onehot - p
+        p, residual = _residuals(raw, onehot, outputs)
         stage = grow_stage(x32, columns, residual, perms[m % len(perms)], max_depth, gain)
         flat = stage.leaf + offsets
         step = _newton_step(flat, residual, p, num_classes, slots)

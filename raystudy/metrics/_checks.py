@@ -18,10 +18,16 @@ each metric gives a defined number instead of NaN or an exception, and says why 
 
 from __future__ import annotations
 
+import functools
 import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+
+T = TypeVar("T")
 
 
 class MetricWarning(UserWarning):
@@ -51,12 +57,74 @@ def as_codes(codes: ArrayLike, name: str = "codes") -> NDArray[np.float64]:
     return arr
 
 
+@dataclass(frozen=True)
+class Sample:
+    """A fixed-sample metric's input after :func:`prepare`: codes (N, D) float64 and factor
+    indices (N, K) int64 of the training points, (M, D) and (M, K) of the test points (M = 0
+    for a metric without a test set)."""
+
+    codes_train: NDArray[np.float64]
+    factors_train: NDArray[np.int64]
+    codes_test: NDArray[np.float64]
+    factors_test: NDArray[np.int64]
+
+    def varying(self, metric: str | None = None, *, on_test: bool = True) -> NDArray[np.bool_]:
+        """(K,) mask of the factors taking more than one value on the training points (and
+        the test points with them, ``on_test``); with a ``metric`` name, warns about the rest."""
+        sets = (self.factors_train, self.factors_test) if on_test else (self.factors_train,)
+        mask = varying_factors(*sets)
+        if metric is not None:
+            warn_single_valued(mask, metric)
+        return mask
+
+    def factors(
+        self, keep: NDArray[np.bool_]
+    ) -> tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.float64], NDArray[np.int64]]:
+        """The four arrays, with only the factors ``keep`` marks."""
+        return (
+            self.codes_train,
+            self.factors_train[:, keep],
+            self.codes_test,
+            self.factors_test[:, keep],
+        )
+
+
+def on_arrays(
+    test_set: bool = True,
+) -> Callable[[Callable[..., T]], Callable[..., T]]:
+    """Decorator: ``score(sample, seed=, n_jobs=, **options)`` becomes a function of the arrays
+    every fixed-sample metric takes (``raystudy.metrics.registry``), checked by :func:`prepare`
+    (the test arrays left out without ``test_set``), under the name and docstring of ``score``.
+    """
+
+    def wrap(score: Callable[..., T]) -> Callable[..., T]:
+        def metric(
+            codes_train: ArrayLike,
+            factors_train: ArrayLike,
+            codes_test: ArrayLike,
+            factors_test: ArrayLike,
+            *,
+            seed: int = 0,
+            n_jobs: int = 1,
+            **options: Any,
+        ) -> T:
+            test = (codes_test, factors_test) if test_set else (None, None)
+            sample = prepare(codes_train, factors_train, *test)
+            return score(sample, seed=seed, n_jobs=n_jobs, **options)
+
+        functools.update_wrapper(metric, score)
+        del metric.__wrapped__  # its signature is the arrays', not the sample's
+        return metric
+
+    return wrap
+
+
 def prepare(
     codes_train: ArrayLike,
     factors_train: ArrayLike,
     codes_test: ArrayLike | None = None,
     factors_test: ArrayLike | None = None,
-) -> tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.float64], NDArray[np.int64]]:
+) -> Sample:
     """Validate shapes, zero non-finite code dimensions, warn about constant ones.
 
     Args:
@@ -66,7 +134,8 @@ def prepare(
         factors_test: (M, K) factor indices, or None.
 
     Returns:
-        The four arrays as float64 / int64 (empty (0, D) and (0, K) test arrays for None).
+        The four arrays as float64 / int64 in a :class:`Sample` (empty (0, D) and (0, K) test
+        arrays for None).
     """
     z_train, y_train = as_codes(codes_train, "codes_train"), as_factors(factors_train)
     if codes_test is None or factors_test is None:
@@ -101,7 +170,7 @@ def prepare(
             f"code dimension(s) {np.flatnonzero(constant).tolist()} are constant on the "
             "training points; scored as carrying no information"
         )
-    return z_train, y_train, z_test, y_test
+    return Sample(z_train, y_train, z_test, y_test)
 
 
 def varying_factors(*factor_sets: NDArray[np.int64]) -> NDArray[np.bool_]:

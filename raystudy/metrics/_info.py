@@ -85,3 +85,12 @@ def _check_paired(codes: NDArray, factors: NDArray) -> None:
             f"codes and factors must have the same number of rows, "
             f"got {codes.shape[0]} and {factors.shape[0]}"
         )
+
+
+def top_two_gap(scores: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Per column of ``scores``: the largest entry minus the second largest (0 if one row);
+    the gap MIG (on m[j, k]) and SAP (on S[j, k]) average over the factors."""
+    # Sorting each column descending puts the best and runner-up code in rows 0 and 1.
+    ranked = -np.sort(-scores, axis=0)
+    runner_up = ranked[1] if ranked.shape[0] > 1 else np.zeros(scores.shape[1])
+    return ranked[0] - runner_up

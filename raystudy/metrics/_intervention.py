@@ -27,6 +27,7 @@ combinations render to identical images, so each distinct combination is encoded
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -191,6 +192,103 @@ def draw_pool(
             dataset, represent, indices, render_batch_size=render_batch_size, device=device
         )
     return CodePool(indices, codes, rejected_since(sampler, before))
+
+
+@dataclass(frozen=True)
+class Intervention:
+    """What BetaVAE and FactorVAE share: ``num_train`` + ``num_eval`` points of ``batch_size``
+    observations each, whose factor combinations ``sampler`` draws from ``dataset``, rendered
+    ``render_batch_size`` at a time on ``device`` and encoded by ``represent``; taken from a
+    pool (``pool``: a size or a :class:`CodePool`) or, with ``pool=None``, drawn afresh."""
+
+    dataset: GroundTruthDataset
+    represent: Represent
+    sampler: Sampler
+    seed: int
+    pool: CodePool | int | None
+    batch_size: int
+    num_train: int
+    num_eval: int
+    render_batch_size: int
+    device: str | torch.device
+
+    @property
+    def num_points(self) -> int:
+        return self.num_train + self.num_eval
+
+    def codes(self, indices: NDArray[np.int64]) -> NDArray[np.float64]:
+        """:func:`encode` of ``indices``."""
+        return encode(
+            self.dataset,
+            self.represent,
+            indices,
+            render_batch_size=self.render_batch_size,
+            device=self.device,
+        )
+
+    def code_pool(self) -> CodePool:
+        """``pool`` itself, or a pool of that size from :func:`draw_pool` (not for None)."""
+        if isinstance(self.pool, CodePool):
+            return self.pool
+        assert self.pool is not None
+        return draw_pool(
+            self.dataset,
+            self.represent,
+            int(self.pool),
+            sampler=self.sampler,
+            seed=self.seed,
+            render_batch_size=self.render_batch_size,
+            device=self.device,
+        )
+
+
+def on_dataset(metric: Callable[..., dict[str, float]]) -> Callable[..., dict[str, float]]:
+    """Decorator: ``metric(intervention, **options)`` becomes the function every intervention
+    metric is (``raystudy.metrics.registry``), of the dataset, ``represent`` and the
+    :class:`Intervention` settings as keywords, under the name and docstring of ``metric``.
+
+    Args of the function made (beside the metric's own options):
+        dataset: ground-truth dataset to render observations from.
+        represent: images (B, C, H, W) -> codes (B, D); deterministic (posterior means).
+        seed: all randomness of the score (the same seed scores every model on the same
+            draws, as the reference's fixed ``RandomState(0)`` does).
+        sampler: ``(n, rng) -> (n, K)`` allowed combinations; default
+            :class:`FeasibleSampler` (uniform, feasible).
+        pool: pool size, a pool from :func:`draw_pool` (shared by both metrics), or None for
+            fresh draws (reference, slow).
+        batch_size: observations (or pairs) per point (reference 64).
+        num_train: points the classifier is built from (reference 10,000).
+        num_eval: points it is scored on (reference 5,000).
+        render_batch_size: observations rendered and encoded per call.
+        device: where observations are rendered (that of ``represent``'s model).
+        n_jobs: threads the metric may use.
+    """
+
+    def entry(
+        dataset: GroundTruthDataset,
+        represent: Represent,
+        *,
+        seed: int = 0,
+        sampler: Sampler | None = None,
+        pool: CodePool | int | None = POOL_SIZE,
+        batch_size: int = 64,
+        num_train: int = 10_000,
+        num_eval: int = 5_000,
+        render_batch_size: int = 256,
+        device: str | torch.device = "cpu",
+        n_jobs: int = 1,
+        **options: Any,
+    ) -> dict[str, float]:
+        sampler = FeasibleSampler(dataset) if sampler is None else sampler
+        setting = Intervention(
+            dataset, represent, sampler, seed, pool,
+            batch_size, num_train, num_eval, render_batch_size, device,
+        )  # fmt: skip
+        return metric(setting, n_jobs=n_jobs, **options)
+
+    functools.update_wrapper(entry, metric)
+    del entry.__wrapped__  # its signature is the dataset's, not the setting's
+    return entry
 
 
 def partners(

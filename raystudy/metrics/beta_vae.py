@@ -24,7 +24,6 @@ fresh draws, the reference's way). Other differences:
 from __future__ import annotations
 
 import warnings
-from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
@@ -34,14 +33,10 @@ from threadpoolctl import threadpool_limits
 
 from raystudy.metrics._checks import warn
 from raystudy.metrics._intervention import (
-    POOL_SIZE,
     CodePool,
-    FeasibleSampler,
-    Represent,
-    Sampler,
-    draw_pool,
+    Intervention,
     draws_with_values,
-    encode,
+    on_dataset,
     partners,
     rejected_since,
     sampler_counts,
@@ -49,55 +44,28 @@ from raystudy.metrics._intervention import (
 )
 from raystudy.metrics.registry import register_intervention_metric
 
-if TYPE_CHECKING:
-    import torch
-
-    from raystudy.data import GroundTruthDataset
-
 
 @register_intervention_metric(
     "beta_vae", outputs=("beta_vae", "beta_vae_train", "beta_vae_resampled")
 )
-def beta_vae(
-    dataset: GroundTruthDataset,
-    represent: Represent,
-    *,
-    seed: int = 0,
-    sampler: Sampler | None = None,
-    pool: CodePool | int | None = POOL_SIZE,
-    batch_size: int = 64,
-    num_train: int = 10_000,
-    num_eval: int = 5_000,
-    render_batch_size: int = 256,
-    device: str | torch.device = "cpu",
-    n_jobs: int = 1,
-) -> dict[str, float]:
+@on_dataset
+def beta_vae(setting: Intervention, *, n_jobs: int) -> dict[str, float]:
     """BetaVAE score of ``represent`` on ``dataset`` (see module doc).
 
     Args:
-        dataset: ground-truth dataset to render observations from.
-        represent: images (B, C, H, W) -> codes (B, D); deterministic (posterior means).
-        seed: all randomness of the score (the same seed scores every model on the same
-            draws, as the reference's fixed ``RandomState(0)`` does).
-        sampler: ``(n, rng) -> (n, K)`` allowed combinations; default
-            :class:`~raystudy.metrics._intervention.FeasibleSampler` (uniform, feasible).
-        pool: pool size, a pool from :func:`~raystudy.metrics._intervention.draw_pool`
-            (shared with ``factor_vae``), or None for fresh draws (reference, slow).
-        batch_size: pairs per point (reference 64).
-        num_train: training points of the classifier (reference 10,000).
-        num_eval: evaluation points (reference 5,000).
-        render_batch_size: observations rendered and encoded per call.
-        device: where observations are rendered (that of ``represent``'s model).
+        dataset, represent, seed, sampler, pool, batch_size, num_train, num_eval,
+            render_batch_size, device: see :func:`~raystudy.metrics._intervention.on_dataset`
+            (``batch_size`` pairs per point, ``num_train`` points the classifier is trained
+            on).
         n_jobs: BLAS threads for the classifier.
 
     Returns:
         ``{"beta_vae": eval accuracy, "beta_vae_train": train accuracy,
         "beta_vae_resampled": share of draws rejected as infeasible}``.
     """
-    rng = np.random.default_rng([seed, 1])
-    sampler = FeasibleSampler(dataset) if sampler is None else sampler
-    num_points = num_train + num_eval
-    if pool is None:
+    rng = np.random.default_rng([setting.seed, 1])
+    sampler, batch_size, num_points = setting.sampler, setting.batch_size, setting.num_points
+    if setting.pool is None:
         before = sampler_counts(sampler)
         first = np.asarray(sampler(num_points * batch_size, rng), dtype=np.int64)
         factors = varying(first)
@@ -107,28 +75,13 @@ def beta_vae(
         for k in factors:
             rows = per_pair == k
             second[rows] = draws_with_values(sampler, int(k), first[rows, k], rng)
-        codes = encode(
-            dataset,
-            represent,
-            np.concatenate([first, second]),
-            render_batch_size=render_batch_size,
-            device=device,
-        )
+        codes = setting.codes(np.concatenate([first, second]))
         n = len(first)
         diffs = np.abs(codes[:n] - codes[n:]).reshape(num_points, batch_size, -1)
         features = diffs.mean(axis=1)
         resampled = rejected_since(sampler, before)
     else:
-        if not isinstance(pool, CodePool):
-            pool = draw_pool(
-                dataset,
-                represent,
-                int(pool),
-                sampler=sampler,
-                seed=seed,
-                render_batch_size=render_batch_size,
-                device=device,
-            )
+        pool = setting.code_pool()
         factors = varying(pool.indices)
         fixed = _fixed_factors(factors, num_points, rng)
         features = _pool_features(pool, fixed, factors, batch_size, rng)
@@ -138,7 +91,7 @@ def beta_vae(
         warn(f"beta_vae: {factors.size} factor(s) vary; the score is trivially 1")
         return {"beta_vae": 1.0, "beta_vae_train": 1.0, "beta_vae_resampled": resampled}
     with threadpool_limits(limits=n_jobs):
-        train_acc, eval_acc = _classify(features, fixed, num_train, seed)
+        train_acc, eval_acc = _classify(features, fixed, setting.num_train, setting.seed)
     return {"beta_vae": eval_acc, "beta_vae_train": train_acc, "beta_vae_resampled": resampled}
 
 

@@ -59,7 +59,7 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.ensemble import GradientBoostingClassifier
 
 from raystudy.metrics._boosting import fit_boosted_trees
-from raystudy.metrics._checks import prepare, varying_factors, warn_single_valued
+from raystudy.metrics._checks import Sample, on_arrays
 from raystudy.metrics.registry import register_metric
 
 Backend = Literal["exact", "xgboost", "sklearn"]
@@ -78,11 +78,22 @@ class FactorClassifiers:
     test_acc: NDArray[np.float64]
 
 
+@dataclass(frozen=True)
+class Boosting:
+    """How the per-factor classifiers are fitted (see :func:`importance_matrix`)."""
+
+    backend: Backend = "exact"
+    seed: int = 0
+    n_jobs: int = 1
+    max_bins: int | None = MAX_BINS
+    device: str = "cpu"
+
+
 # The GBT10000 downstream score (raystudy.metrics.downstream) trains exactly these
 # classifiers on exactly these points when it is given the same arrays, so recent fits are
 # kept and reused instead of paying for them twice. Keyed on a digest of the inputs and
 # every setting, so a hit is the result a fresh fit would give; the results are small.
-_recent_fits: OrderedDict[tuple, FactorClassifiers] = OrderedDict()
+_recent_fits: OrderedDict[tuple[str, Boosting], FactorClassifiers] = OrderedDict()
 _MAX_RECENT_FITS = 8
 
 
@@ -126,17 +137,8 @@ def importance_matrix(
         R (D, K) with each non-zero column summing to 1, train accuracy (K,), test
         accuracy (K,).
     """
-    fits = fit_factor_classifiers(
-        codes_train,
-        factors_train,
-        codes_test,
-        factors_test,
-        backend=backend,
-        seed=seed,
-        n_jobs=n_jobs,
-        max_bins=max_bins,
-        device=device,
-    )
+    boosting = Boosting(backend, seed, n_jobs, max_bins, device)
+    fits = fit_factor_classifiers(codes_train, factors_train, codes_test, factors_test, boosting)
     return fits.importance, fits.train_acc, fits.test_acc
 
 
@@ -145,20 +147,17 @@ def fit_factor_classifiers(
     factors_train: ArrayLike,
     codes_test: ArrayLike,
     factors_test: ArrayLike,
-    *,
-    backend: Backend = "exact",
-    seed: int = 0,
-    n_jobs: int = 1,
-    max_bins: int | None = MAX_BINS,
-    device: str = "cpu",
+    boosting: Boosting,
 ) -> FactorClassifiers:
     """:func:`importance_matrix` as a :class:`FactorClassifiers`, reusing the last fit."""
+    backend = boosting.backend
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
-    if backend == "exact" and (max_bins is not None or device != "cpu"):
+    if backend == "exact" and (boosting.max_bins is not None or boosting.device != "cpu"):
         raise ValueError(
-            f"backend='exact' searches every threshold on the CPU; max_bins={max_bins!r} and "
-            f"device={device!r} are options of backend='xgboost'"
+            f"backend='exact' searches every threshold on the CPU; "
+            f"max_bins={boosting.max_bins!r} and device={boosting.device!r} are options of "
+            "backend='xgboost'"
         )
     x_train, y_train = _as_pair(codes_train, factors_train)
     x_test, y_test = _as_pair(codes_test, factors_test)
@@ -167,7 +166,7 @@ def fit_factor_classifiers(
             f"train and test disagree on D or K: {x_train.shape}/{y_train.shape} "
             f"vs {x_test.shape}/{y_test.shape}"
         )
-    key = _fit_key(x_train, y_train, x_test, y_test, backend, seed, n_jobs, max_bins, device)
+    key = (_digest(x_train, y_train, x_test, y_test), boosting)
     if key in _recent_fits:
         _recent_fits.move_to_end(key)
         return _recent_fits[key]
@@ -182,7 +181,7 @@ def fit_factor_classifiers(
             test_acc[k] = np.mean(y_test[:, k] == classes[0]) if len(y_test) else 1.0
             continue
         if backend == "sklearn":
-            model = GradientBoostingClassifier(random_state=seed).fit(x_train, labels)
+            model = GradientBoostingClassifier(random_state=boosting.seed).fit(x_train, labels)
             pred_train = model.predict(x_train)
             pred_test = model.predict(x_test) if len(x_test) else np.zeros(0, np.int64)
             importance[:, k] = np.abs(np.asarray(model.feature_importances_, np.float64))
@@ -192,10 +191,10 @@ def fit_factor_classifiers(
                 labels,
                 [x_test],
                 num_classes=classes.size,
-                max_bins=max_bins,
-                seed=seed,
-                n_jobs=n_jobs,
-                device=device,
+                max_bins=boosting.max_bins,
+                seed=boosting.seed,
+                n_jobs=boosting.n_jobs,
+                device=boosting.device,
                 grower="exact" if backend == "exact" else "xgboost",
             )
             pred_train, pred_test = trees.pred_train, trees.pred_eval[0]
@@ -218,35 +217,23 @@ def disentanglement(importance: ArrayLike) -> float:
     Returns:
         D in [0, 1]; 0 when R is all zero.
     """
-    importance = _as_importance(importance)
-    per_code = 1.0 - _normalised_entropy(importance)
-    return _weighted_by_mass(per_code, importance.sum(axis=1))
+    return _concentration(_as_importance(importance))
 
 
 def completeness(importance: ArrayLike) -> float:
-    """C = sum_k rho_k (1 - H_D(R[:, k] / sum_j R[j, k])), rho_k = R[:, k].sum() / R.sum().
-
-    Args:
-        importance: (D, K) importance matrix R (its absolute value is used).
-
-    Returns:
-        C in [0, 1]; 0 when R is all zero.
-    """
-    importance = _as_importance(importance)
-    per_factor = 1.0 - _normalised_entropy(importance.T)
-    return _weighted_by_mass(per_factor, importance.sum(axis=0))
+    """C = sum_k rho_k (1 - H_D(R[:, k] / sum_j R[j, k])), rho_k = R[:, k].sum() / R.sum(): the
+    D of the transposed R, in [0, 1] (0 when R is all zero)."""
+    return _concentration(_as_importance(importance).T)
 
 
 @register_metric("dci", outputs=("dci_d", "dci_c", "dci_i", "dci_i_train"))
+@on_arrays()
 def dci(
-    codes_train: ArrayLike,
-    factors_train: ArrayLike,
-    codes_test: ArrayLike,
-    factors_test: ArrayLike,
+    sample: Sample,
     *,
+    seed: int,
+    n_jobs: int,
     backend: Backend = "exact",
-    seed: int = 0,
-    n_jobs: int = 1,
     max_bins: int | None = MAX_BINS,
     device: str = "cpu",
 ) -> dict[str, float]:
@@ -259,65 +246,36 @@ def dci(
         accuracy, I_train mean train accuracy. D = C = 0, I = I_train = 1 if no factor
         varies.
     """
-    z_train, y_train, z_test, y_test = prepare(codes_train, factors_train, codes_test, factors_test)
-    varies = varying_factors(y_train, y_test)
-    warn_single_valued(varies, "dci")
+    varies = sample.varying("dci")
     if not varies.any():
         return {"dci_d": 0.0, "dci_c": 0.0, "dci_i": 1.0, "dci_i_train": 1.0}
-    importance, train_acc, test_acc = importance_matrix(
-        z_train,
-        y_train[:, varies],
-        z_test,
-        y_test[:, varies],
-        backend=backend,
-        seed=seed,
-        n_jobs=n_jobs,
-        max_bins=max_bins,
-        device=device,
-    )
+    boosting = Boosting(backend, seed, n_jobs, max_bins, device)
+    fits = fit_factor_classifiers(*sample.factors(varies), boosting)
     return {
-        "dci_d": disentanglement(importance),
-        "dci_c": completeness(importance),
-        "dci_i": float(test_acc.mean()),
-        "dci_i_train": float(train_acc.mean()),
+        "dci_d": disentanglement(fits.importance),
+        "dci_c": completeness(fits.importance),
+        "dci_i": float(fits.test_acc.mean()),
+        "dci_i_train": float(fits.train_acc.mean()),
     }
 
 
+@on_arrays()
 def logged_importance(
-    codes_train: ArrayLike,
-    factors_train: ArrayLike,
-    codes_test: ArrayLike,
-    factors_test: ArrayLike,
-    *,
-    seed: int = 0,
-    n_jobs: int = 1,
+    sample: Sample, *, seed: int, n_jobs: int
 ) -> tuple[NDArray[np.float64], NDArray[np.bool_]] | None:
     """The importance matrix R that :func:`dci` (default backend) computed from exactly these
-    arguments, and which factors it kept, while its fit is still among the recent ones; None
-    when it is not (nothing is fitted here). A figure of the logged D and C draws this R."""
-    z_train, y_train, z_test, y_test = prepare(codes_train, factors_train, codes_test, factors_test)
-    varies = varying_factors(y_train, y_test)
+    arguments (the arrays and ``seed``, ``n_jobs``), and which factors it kept, while its fit
+    is still among the recent ones; None when it is not (nothing is fitted here). A figure of
+    the logged D and C draws this R."""
+    varies = sample.varying()
     if not varies.any():
         return None
-    x_train, y_train = _as_pair(z_train, y_train[:, varies])
-    x_test, y_test = _as_pair(z_test, y_test[:, varies])
-    key = _fit_key(x_train, y_train, x_test, y_test, "exact", seed, n_jobs, MAX_BINS, "cpu")
+    z_train, y_train, z_test, y_test = sample.factors(varies)
+    x_train, y_train = _as_pair(z_train, y_train)
+    x_test, y_test = _as_pair(z_test, y_test)
+    key = (_digest(x_train, y_train, x_test, y_test), Boosting(seed=seed, n_jobs=n_jobs))
     fits = _recent_fits.get(key)
     return None if fits is None else (fits.importance, varies)
-
-
-def _fit_key(
-    x_train: NDArray,
-    y_train: NDArray,
-    x_test: NDArray,
-    y_test: NDArray,
-    backend: str,
-    seed: int,
-    n_jobs: int,
-    max_bins: int | None,
-    device: str,
-) -> tuple:
-    return (_digest(x_train, y_train, x_test, y_test), backend, seed, n_jobs, max_bins, device)
 
 
 def _digest(*arrays: NDArray) -> str:
@@ -342,6 +300,13 @@ def _normalised_entropy(weights: NDArray[np.float64]) -> NDArray[np.float64]:
     logs = np.log(probs, out=np.zeros_like(probs), where=probs > 0)
     entropy = -(probs * logs).sum(axis=1) / np.log(num_cols)
     return np.where(totals[:, 0] > 0, entropy, 1.0)
+
+
+def _concentration(weights: NDArray[np.float64]) -> float:
+    """sum_i rho_i (1 - H(weights[i, :])), rho_i = weights[i, :].sum() / weights.sum(): how
+    much of each row's weight one column holds, averaged by the rows' weights (Eastwood &
+    Williams 2018)."""
+    return _weighted_by_mass(1.0 - _normalised_entropy(weights), weights.sum(axis=1))
 
 
 def _weighted_by_mass(scores: NDArray[np.float64], mass: NDArray[np.float64]) -> float:

@@ -41,11 +41,10 @@ import warnings
 from typing import Literal
 
 import numpy as np
-from numpy.typing import ArrayLike
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import Lasso
 
-from raystudy.metrics._checks import prepare, varying_factors, warn_single_valued
+from raystudy.metrics._checks import Sample, on_arrays
 from raystudy.metrics.dci import completeness, disentanglement
 from raystudy.metrics.registry import register_metric
 
@@ -60,16 +59,8 @@ Targets = Literal["zscore", "unit"]
 
 
 @register_metric("dci_lasso", outputs=("dci_lasso_d", "dci_lasso_c", "dci_lasso_i"))
-def dci_lasso(
-    codes_train: ArrayLike,
-    factors_train: ArrayLike,
-    codes_test: ArrayLike,
-    factors_test: ArrayLike,
-    *,
-    alpha: float = ALPHA,
-    seed: int = 0,
-    n_jobs: int = 1,
-) -> dict[str, float]:
+@on_arrays()
+def dci_lasso(sample: Sample, *, seed: int, n_jobs: int, alpha: float = ALPHA) -> dict[str, float]:
     """D, C and I of the codes from Lasso importances, as the authors' code fits them.
 
     Args:
@@ -84,25 +75,16 @@ def dci_lasso(
         varies, D = C = 0 if every weight is zero (alpha too large for the codes' scale).
     """
     del n_jobs
-    scores = lasso_dci(
-        codes_train, factors_train, codes_test, factors_test,
-        alpha=alpha, targets="zscore", seed=seed, name="dci_lasso",
-    )  # fmt: skip
+    scores = lasso_dci(sample, alpha=alpha, targets="zscore", seed=seed, name="dci_lasso")
     return {f"dci_lasso_{k}": v for k, v in scores.items()}
 
 
 @register_metric(
     "dci_lasso_paper", outputs=("dci_lasso_paper_d", "dci_lasso_paper_c", "dci_lasso_paper_i")
 )
+@on_arrays()
 def dci_lasso_paper(
-    codes_train: ArrayLike,
-    factors_train: ArrayLike,
-    codes_test: ArrayLike,
-    factors_test: ArrayLike,
-    *,
-    alpha: float = PAPER_ALPHA,
-    seed: int = 0,
-    n_jobs: int = 1,
+    sample: Sample, *, seed: int, n_jobs: int, alpha: float = PAPER_ALPHA
 ) -> dict[str, float]:
     """D, C and I from ``Lasso(alpha=0.01)`` on factors scaled to [0, 1] (the paper's text).
 
@@ -117,35 +99,23 @@ def dci_lasso_paper(
         ``{"dci_lasso_paper_d", "dci_lasso_paper_c", "dci_lasso_paper_i"}``.
     """
     del seed, n_jobs
-    scores = lasso_dci(
-        codes_train, factors_train, codes_test, factors_test,
-        alpha=alpha, targets="unit", seed=None, name="dci_lasso_paper",
-    )  # fmt: skip
+    scores = lasso_dci(sample, alpha=alpha, targets="unit", seed=None, name="dci_lasso_paper")
     return {f"dci_lasso_paper_{k}": v for k, v in scores.items()}
 
 
 def lasso_dci(
-    codes_train: ArrayLike,
-    factors_train: ArrayLike,
-    codes_test: ArrayLike,
-    factors_test: ArrayLike,
-    *,
-    alpha: float,
-    targets: Targets,
-    seed: int | None,
-    name: str,
+    sample: Sample, *, alpha: float, targets: Targets, seed: int | None, name: str
 ) -> dict[str, float]:
     """``{"d", "c", "i"}`` of the Lasso DCI (module doc).
 
     ``targets``: ``"zscore"`` (the authors' code) or ``"unit"`` (index / (size - 1)).
     ``seed``: ``None`` fits in cyclic coordinate order, an int in a random order drawn from it.
     """
-    z_train, y_train, z_test, y_test = prepare(codes_train, factors_train, codes_test, factors_test)
-    varies = varying_factors(y_train, y_test)
-    warn_single_valued(varies, name)
+    varies = sample.varying(name)
     if not varies.any():
         return {"d": 0.0, "c": 0.0, "i": 1.0}
-    v_train, v_test = _scaled_targets(y_train[:, varies], y_test[:, varies], targets)
+    z_train, y_train, z_test, y_test = sample.factors(varies)
+    v_train, v_test = _scaled_targets(y_train, y_test, targets)
     centre = z_train.mean(axis=0)
     z_train, z_test = z_train - centre, z_test - centre
     importance = np.zeros((z_train.shape[1], v_train.shape[1]))

@@ -25,24 +25,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from numpy.typing import ArrayLike
 
-from raystudy.metrics._checks import prepare, varying_factors, warn, warn_single_valued
-from raystudy.metrics.dci import MAX_BINS, Backend, fit_factor_classifiers
+from raystudy.metrics._checks import Sample, on_arrays, warn
+from raystudy.metrics.dci import MAX_BINS, Backend, Boosting, fit_factor_classifiers
 from raystudy.metrics.registry import register_metric
 
 TRAIN_SIZES: tuple[int, ...] = (10, 100, 1000, 10000)
 
 
 @register_metric("gbt10000", outputs=tuple(f"gbt{n}_acc" for n in TRAIN_SIZES), namespace="down")
+@on_arrays()
 def downstream_gbt(
-    codes_train: ArrayLike,
-    factors_train: ArrayLike,
-    codes_test: ArrayLike,
-    factors_test: ArrayLike,
+    sample: Sample,
     *,
-    seed: int = 0,
-    n_jobs: int = 1,
+    seed: int,
+    n_jobs: int,
     train_sizes: Sequence[int] = TRAIN_SIZES,
     backend: Backend = "exact",
     max_bins: int | None = MAX_BINS,
@@ -59,9 +56,9 @@ def downstream_gbt(
     Returns:
         ``{"gbt{n}_acc": accuracy}`` for every n, in [0, 1] (NaN where n > N).
     """
-    z_train, y_train, z_test, y_test = prepare(codes_train, factors_train, codes_test, factors_test)
-    varies = varying_factors(y_train, y_test)
-    warn_single_valued(varies, "gbt10000")
+    varies = sample.varying("gbt10000")
+    z_train, y_train, z_test, y_test = sample.factors(varies)
+    boosting = Boosting(backend, seed, n_jobs, max_bins, device)
     out: dict[str, float] = {}
     for n in train_sizes:
         key = f"gbt{n}_acc"
@@ -72,16 +69,6 @@ def downstream_gbt(
         if not varies.any():
             out[key] = 1.0
             continue
-        fits = fit_factor_classifiers(
-            z_train[:n],
-            y_train[:n][:, varies],
-            z_test,
-            y_test[:, varies],
-            backend=backend,
-            seed=seed,
-            n_jobs=n_jobs,
-            max_bins=max_bins,
-            device=device,
-        )
+        fits = fit_factor_classifiers(z_train[:n], y_train[:n], z_test, y_test, boosting)
         out[key] = float(np.mean(fits.test_acc))
     return out

@@ -33,70 +33,44 @@ Differences from the reference:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 from numpy.typing import NDArray
 
 from raystudy.metrics._checks import warn
 from raystudy.metrics._intervention import (
-    POOL_SIZE,
     CodePool,
-    FeasibleSampler,
-    Represent,
+    Intervention,
     Sampler,
-    draw_pool,
     draws_with_values,
-    encode,
+    on_dataset,
     rejected_since,
     sampler_counts,
     varying,
 )
 from raystudy.metrics.registry import register_intervention_metric
 
-if TYPE_CHECKING:
-    import torch
-
-    from raystudy.data import GroundTruthDataset
-
 
 @register_intervention_metric(
     "factor_vae",
     outputs=("factor_vae", "factor_vae_train", "factor_vae_active_dims", "factor_vae_resampled"),
 )
+@on_dataset
 def factor_vae(
-    dataset: GroundTruthDataset,
-    represent: Represent,
+    setting: Intervention,
     *,
-    seed: int = 0,
-    sampler: Sampler | None = None,
-    pool: CodePool | int | None = POOL_SIZE,
-    batch_size: int = 64,
-    num_train: int = 10_000,
-    num_eval: int = 5_000,
+    n_jobs: int,
     num_variance_estimate: int = 10_000,
     prune_threshold: float = 0.05,
-    render_batch_size: int = 256,
-    device: str | torch.device = "cpu",
-    n_jobs: int = 1,
 ) -> dict[str, float]:
     """FactorVAE score of ``represent`` on ``dataset`` (see module doc).
 
     Args:
-        dataset: ground-truth dataset to render observations from.
-        represent: images (B, C, H, W) -> codes (B, D); deterministic (posterior means).
-        seed: all randomness of the score (same seed, same draws for every model).
-        sampler: ``(n, rng) -> (n, K)`` allowed combinations; default
-            :class:`~raystudy.metrics._intervention.FeasibleSampler` (uniform, feasible).
-        pool: pool size, a pool from :func:`~raystudy.metrics._intervention.draw_pool`
-            (shared with ``beta_vae``), or None for fresh draws (reference, slow).
-        batch_size: observations per point (reference 64).
-        num_train: points the majority vote is built from (reference 10,000).
-        num_eval: points it is scored on (reference 5,000).
+        dataset, represent, seed, sampler, pool, batch_size, num_train, num_eval,
+            render_batch_size, device: see :func:`~raystudy.metrics._intervention.on_dataset`
+            (``batch_size`` observations per point, ``num_train`` points the majority vote
+            is built from).
         num_variance_estimate: observations for the global standard deviations (10,000).
         prune_threshold: dimensions with global std below this are ignored (0.05).
-        render_batch_size: observations rendered and encoded per call.
-        device: where observations are rendered.
         n_jobs: unused (the majority vote needs no threads); accepted like the others'.
 
     Returns:
@@ -105,31 +79,16 @@ def factor_vae(
         of draws rejected as infeasible}``.
     """
     del n_jobs
-    rng = np.random.default_rng([seed, 2])
-    sampler = FeasibleSampler(dataset) if sampler is None else sampler
-    num_points = num_train + num_eval
+    rng = np.random.default_rng([setting.seed, 2])
+    sampler, batch_size, num_points = setting.sampler, setting.batch_size, setting.num_points
+    num_train = setting.num_train
     before = sampler_counts(sampler)
-
-    def encode_(indices: NDArray[np.int64]) -> NDArray[np.float64]:
-        return encode(
-            dataset, represent, indices, render_batch_size=render_batch_size, device=device
-        )
-
-    if pool is None:
+    if setting.pool is None:
         variance_sample = np.asarray(sampler(num_variance_estimate, rng), dtype=np.int64)
-        global_var = np.var(encode_(variance_sample), axis=0, ddof=1)
+        global_var = np.var(setting.codes(variance_sample), axis=0, ddof=1)
         factors = varying(variance_sample)
     else:
-        if not isinstance(pool, CodePool):
-            pool = draw_pool(
-                dataset,
-                represent,
-                int(pool),
-                sampler=sampler,
-                seed=seed,
-                render_batch_size=render_batch_size,
-                device=device,
-            )
+        pool = setting.code_pool()
         global_var = np.var(pool.codes[:num_variance_estimate], axis=0, ddof=1)
         factors = varying(pool.indices)
     # A dimension constant on the sample cannot be scaled, whatever the threshold.
@@ -147,10 +106,12 @@ def factor_vae(
         )
     else:
         fixed = factors[rng.integers(factors.size, size=num_points)]
-        if pool is None:
+        if setting.pool is None:
             batches = _fresh_batches(sampler, fixed, batch_size, rng)
             local_var = np.var(
-                encode_(batches.reshape(-1, batches.shape[-1])).reshape(num_points, batch_size, -1),
+                setting.codes(batches.reshape(-1, batches.shape[-1])).reshape(
+                    num_points, batch_size, -1
+                ),
                 axis=1,
                 ddof=1,
             )
@@ -162,7 +123,7 @@ def factor_vae(
         active_dims = np.flatnonzero(active)
         ratio = local_var[:, active] / global_var[active]
         votes_for = active_dims[np.argmin(ratio, axis=1)]
-        num_factors = len(dataset.factors.sizes)
+        num_factors = len(setting.dataset.factors.sizes)
         votes = np.zeros((num_factors, global_var.size), dtype=np.int64)
         np.add.at(votes, (fixed[:num_train], votes_for[:num_train]), 1)
         eval_votes = np.zeros_like(votes)
@@ -173,7 +134,7 @@ def factor_vae(
         result["factor_vae_train"] = float(votes[classifier, dims].sum() / max(votes.sum(), 1))
         result["factor_vae"] = float(eval_votes[classifier, dims].sum() / max(eval_votes.sum(), 1))
     result["factor_vae_resampled"] = (
-        rejected_since(sampler, before) if pool is None else pool.rejected_fraction
+        rejected_since(sampler, before) if setting.pool is None else pool.rejected_fraction
     )
     return result
 

@@ -25,8 +25,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from raystudy.metrics._checks import prepare, varying_factors, warn, warn_single_valued
-from raystudy.metrics._info import discretize, factor_entropy, mutual_info_matrix
+from raystudy.metrics._checks import Sample, on_arrays, prepare, warn
+from raystudy.metrics._info import discretize, factor_entropy, mutual_info_matrix, top_two_gap
 from raystudy.metrics.registry import register_metric
 
 
@@ -43,10 +43,7 @@ def mig_per_factor(codes: ArrayLike, factors: ArrayLike, num_bins: int = 20) -> 
     """
     mi = mutual_info_matrix(discretize(codes, num_bins), factors)
     entropy = factor_entropy(factors)
-    # Sorting each column descending puts the best and runner-up code in rows 0 and 1.
-    ranked = -np.sort(-mi, axis=0)
-    runner_up = ranked[1] if ranked.shape[0] > 1 else np.zeros(mi.shape[1])
-    gap = ranked[0] - runner_up
+    gap = top_two_gap(mi)
     out = np.full(mi.shape[1], np.nan)
     informative = entropy > 0
     # Plug-in MI of one variable with another never exceeds either's entropy; the clip
@@ -66,31 +63,26 @@ def mig(codes: ArrayLike, factors: ArrayLike, num_bins: int = 20) -> dict[str, f
     Returns:
         ``{"mig": value}`` in [0, 1]; 0 if no factor varies.
     """
-    z, y, _, _ = prepare(codes, factors)
-    if z.shape[0] < num_bins:
-        warn(f"mig: {z.shape[0]} samples for {num_bins} bins; the estimate is mostly bias")
-    varies = varying_factors(y)
-    warn_single_valued(varies, "mig")
-    if not varies.any():
-        return {"mig": 0.0}
-    return {"mig": float(np.mean(mig_per_factor(z, y[:, varies], num_bins)))}
+    return _mig(prepare(codes, factors), num_bins)
 
 
 # MIG fits nothing: it needs no held-out sample.
 @register_metric("mig", outputs=("mig",), uses_test_set=False)
-def mig_metric(
-    codes_train: ArrayLike,
-    factors_train: ArrayLike,
-    codes_test: ArrayLike,
-    factors_test: ArrayLike,
-    *,
-    seed: int = 0,
-    n_jobs: int = 1,
-    num_bins: int = 20,
-) -> dict[str, float]:
+@on_arrays(test_set=False)
+def mig_metric(sample: Sample, *, seed: int, n_jobs: int, num_bins: int = 20) -> dict[str, float]:
     """Registry entry: MIG of the training sample alone, as the reference scores it.
 
     MIG fits nothing, so it needs no held-out sample and no seed or threads.
     """
-    del codes_test, factors_test, seed, n_jobs
-    return mig(codes_train, factors_train, num_bins)
+    del seed, n_jobs
+    return _mig(sample, num_bins)
+
+
+def _mig(sample: Sample, num_bins: int) -> dict[str, float]:
+    z, y = sample.codes_train, sample.factors_train
+    if z.shape[0] < num_bins:
+        warn(f"mig: {z.shape[0]} samples for {num_bins} bins; the estimate is mostly bias")
+    varies = sample.varying("mig")
+    if not varies.any():
+        return {"mig": 0.0}
+    return {"mig": float(np.mean(mig_per_factor(z, y[:, varies], num_bins)))}

@@ -48,7 +48,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 from threadpoolctl import threadpool_limits
 
-from raystudy.metrics._checks import prepare, varying_factors, warn, warn_single_valued
+from raystudy.metrics._checks import Sample, on_arrays, warn
 from raystudy.metrics._info import discretize, mutual_info_matrix
 from raystudy.metrics.registry import register_metric
 
@@ -112,37 +112,26 @@ def explicitness_per_factor(
 
 
 @register_metric("modularity", outputs=("modularity", "explicitness"))
-def modularity(
-    codes_train: ArrayLike,
-    factors_train: ArrayLike,
-    codes_test: ArrayLike,
-    factors_test: ArrayLike,
-    *,
-    seed: int = 0,
-    n_jobs: int = 1,
-    num_bins: int = 20,
-) -> dict[str, float]:
+@on_arrays()
+def modularity(sample: Sample, *, seed: int, n_jobs: int, num_bins: int = 20) -> dict[str, float]:
     """Modularity (training points) and explicitness (test AUC) of the codes.
 
     Returns:
         ``{"modularity", "explicitness"}``, both in [0, 1].
     """
-    z_train, y_train, z_test, y_test = prepare(codes_train, factors_train, codes_test, factors_test)
+    z_train = sample.codes_train
     if z_train.shape[0] < num_bins:
         warn(f"modularity: {z_train.shape[0]} samples for {num_bins} bins; MI is mostly bias")
-    varies = varying_factors(y_train, y_test)
-    fitted = varying_factors(y_train)
-    warn_single_valued(fitted, "modularity")
+    varies = sample.varying()
+    fitted = sample.varying("modularity", on_test=False)
     out = {"modularity": 0.0, "explicitness": 0.5}
     if varies.any():
-        mi = mutual_info_matrix(discretize(z_train, num_bins), y_train[:, varies])
+        mi = mutual_info_matrix(discretize(z_train, num_bins), sample.factors_train[:, varies])
         out["modularity"] = modularity_score(mi)
     if fitted.any():
         # BLAS would otherwise take every core, not the trial's share.
         with threadpool_limits(limits=n_jobs):
-            _, auc_test = explicitness_per_factor(
-                z_train, y_train[:, fitted], z_test, y_test[:, fitted], seed=seed
-            )
+            _, auc_test = explicitness_per_factor(*sample.factors(fitted), seed=seed)
         out["explicitness"] = float(np.mean(auc_test))
     return out
 

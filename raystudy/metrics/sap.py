@@ -29,11 +29,12 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import NDArray
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import LinearSVC
 
-from raystudy.metrics._checks import prepare, varying_factors, warn_single_valued
+from raystudy.metrics._checks import Sample, on_arrays
+from raystudy.metrics._info import top_two_gap
 from raystudy.metrics.registry import register_metric
 
 
@@ -83,23 +84,10 @@ def sap_score_matrix(
     return scores
 
 
-def top_two_gap(scores: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Per column of ``scores``: the largest entry minus the second largest (0 if one row)."""
-    ranked = -np.sort(-scores, axis=0)
-    runner_up = ranked[1] if ranked.shape[0] > 1 else np.zeros(scores.shape[1])
-    return ranked[0] - runner_up
-
-
 @register_metric("sap", outputs=("sap",))
+@on_arrays()
 def sap(
-    codes_train: ArrayLike,
-    factors_train: ArrayLike,
-    codes_test: ArrayLike,
-    factors_test: ArrayLike,
-    *,
-    seed: int = 0,
-    n_jobs: int = 1,
-    continuous_factors: bool = False,
+    sample: Sample, *, seed: int, n_jobs: int, continuous_factors: bool = False
 ) -> dict[str, float]:
     """SAP score of the codes (see module doc).
 
@@ -114,17 +102,10 @@ def sap(
         ``{"sap": value}`` in [0, 1].
     """
     del n_jobs
-    z_train, y_train, z_test, y_test = prepare(codes_train, factors_train, codes_test, factors_test)
-    varies = varying_factors(y_train)
-    warn_single_valued(varies, "sap")
+    varies = sample.varying("sap", on_test=False)
     if not varies.any():
         return {"sap": 0.0}
     scores = sap_score_matrix(
-        z_train,
-        y_train[:, varies],
-        z_test,
-        y_test[:, varies],
-        continuous_factors=continuous_factors,
-        seed=seed,
+        *sample.factors(varies), continuous_factors=continuous_factors, seed=seed
     )
     return {"sap": float(np.mean(top_two_gap(scores)))}

@@ -22,6 +22,7 @@ reads (LieGroupVAE's group features).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 from torch import nn
@@ -36,134 +37,55 @@ from raystudy.models.vanilla_cnn import SpatialTransformerEncoder, VanillaDecode
 from raystudy.registry import Registry
 
 ArchitectureBuilder = Callable[[int, int, int, int], tuple[nn.Module, nn.Module]]
+#: One side of a model: (channels, features, resolution) -> the encoder of `features` outputs,
+#: or the decoder of `features` inputs.
+Side = Callable[[int, int, int], nn.Module]
 
 ARCHITECTURES: Registry[ArchitectureBuilder] = Registry("architecture")
 
 
-@ARCHITECTURES.register("conv")
-def conv(
-    channels: int, latent_dim: int, resolution: int, decoder_input_dim: int
-) -> tuple[nn.Module, nn.Module]:
-    return ConvEncoder(channels, latent_dim, resolution), ConvDecoder(
-        channels, decoder_input_dim, resolution
+def _any_resolution(encoder: Callable[[int, int], nn.Module]) -> Side:
+    """An ImageNet encoder, which pools globally and so reads images of any resolution."""
+    return lambda channels, features, resolution: encoder(channels, features)
+
+
+#: name -> (encoder, decoder); the encoder is built first, so a seed gives both their weights.
+SIDES: dict[str, tuple[Side, Side]] = {
+    "conv": (ConvEncoder, ConvDecoder),
+    "resnet": (ResNetEncoder, ResNetDecoder),
+    "mlp": (MLPEncoder, MLPDecoder),
+    "vanilla_cnn": (VanillaEncoder, VanillaDecoder),
+    "coordconv": (functools.partial(VanillaEncoder, coords=True), VanillaDecoder),
+    "spatial_transformer": (SpatialTransformerEncoder, VanillaDecoder),
+    "rotation_eq": (RotationEqEncoder, VanillaDecoder),
+    "resnet50": (_any_resolution(functools.partial(resnet_encoder, "resnet50")), VanillaDecoder),
+    "resnet101": (_any_resolution(functools.partial(resnet_encoder, "resnet101")), VanillaDecoder),
+    "densenet121": (_any_resolution(densenet121_encoder), VanillaDecoder),
+    "bit_resnet50": (
+        _any_resolution(functools.partial(bit_encoder, "bit_resnet50")),
+        VanillaDecoder,
+    ),
+    "bit_resnet101": (
+        _any_resolution(functools.partial(bit_encoder, "bit_resnet101")),
+        VanillaDecoder,
+    ),
+}
+
+
+def _builder(encoder: Side, decoder: Side) -> ArchitectureBuilder:
+    return lambda channels, latent_dim, resolution, decoder_input_dim: (
+        encoder(channels, latent_dim, resolution),
+        decoder(channels, decoder_input_dim, resolution),
     )
 
 
-@ARCHITECTURES.register("resnet")
-def resnet(
-    channels: int, latent_dim: int, resolution: int, decoder_input_dim: int
-) -> tuple[nn.Module, nn.Module]:
-    return ResNetEncoder(channels, latent_dim, resolution), ResNetDecoder(
-        channels, decoder_input_dim, resolution
+def _cnnvae(name: str) -> ArchitectureBuilder:
+    return lambda channels, latent_dim, resolution, decoder_input_dim: cnnvae.build(
+        name, channels, latent_dim, resolution, decoder_input_dim
     )
 
 
-@ARCHITECTURES.register("mlp")
-def mlp(
-    channels: int, latent_dim: int, resolution: int, decoder_input_dim: int
-) -> tuple[nn.Module, nn.Module]:
-    return MLPEncoder(channels, latent_dim, resolution), MLPDecoder(
-        channels, decoder_input_dim, resolution
-    )
-
-
-@ARCHITECTURES.register("burgess")
-def burgess(
-    channels: int, latent_dim: int, resolution: int, decoder_input_dim: int
-) -> tuple[nn.Module, nn.Module]:
-    return cnnvae.build("burgess", channels, latent_dim, resolution, decoder_input_dim)
-
-
-@ARCHITECTURES.register("burgess_v2")
-def burgess_v2(
-    channels: int, latent_dim: int, resolution: int, decoder_input_dim: int
-) -> tuple[nn.Module, nn.Module]:
-    return cnnvae.build("burgess_v2", channels, latent_dim, resolution, decoder_input_dim)
-
-
-@ARCHITECTURES.register("kim")
-def kim(
-    channels: int, latent_dim: int, resolution: int, decoder_input_dim: int
-) -> tuple[nn.Module, nn.Module]:
-    return cnnvae.build("kim", channels, latent_dim, resolution, decoder_input_dim)
-
-
-@ARCHITECTURES.register("vanilla_cnn")
-def vanilla_cnn(
-    channels: int, latent_dim: int, resolution: int, decoder_input_dim: int
-) -> tuple[nn.Module, nn.Module]:
-    return VanillaEncoder(channels, latent_dim, resolution), VanillaDecoder(
-        channels, decoder_input_dim, resolution
-    )
-
-
-@ARCHITECTURES.register("coordconv")
-def coordconv(
-    channels: int, latent_dim: int, resolution: int, decoder_input_dim: int
-) -> tuple[nn.Module, nn.Module]:
-    return VanillaEncoder(channels, latent_dim, resolution, coords=True), VanillaDecoder(
-        channels, decoder_input_dim, resolution
-    )
-
-
-@ARCHITECTURES.register("spatial_transformer")
-def spatial_transformer(
-    channels: int, latent_dim: int, resolution: int, decoder_input_dim: int
-) -> tuple[nn.Module, nn.Module]:
-    return SpatialTransformerEncoder(channels, latent_dim, resolution), VanillaDecoder(
-        channels, decoder_input_dim, resolution
-    )
-
-
-@ARCHITECTURES.register("rotation_eq")
-def rotation_eq(
-    channels: int, latent_dim: int, resolution: int, decoder_input_dim: int
-) -> tuple[nn.Module, nn.Module]:
-    return RotationEqEncoder(channels, latent_dim, resolution), VanillaDecoder(
-        channels, decoder_input_dim, resolution
-    )
-
-
-@ARCHITECTURES.register("resnet50")
-def resnet50(
-    channels: int, latent_dim: int, resolution: int, decoder_input_dim: int
-) -> tuple[nn.Module, nn.Module]:
-    return resnet_encoder("resnet50", channels, latent_dim), VanillaDecoder(
-        channels, decoder_input_dim, resolution
-    )
-
-
-@ARCHITECTURES.register("resnet101")
-def resnet101(
-    channels: int, latent_dim: int, resolution: int, decoder_input_dim: int
-) -> tuple[nn.Module, nn.Module]:
-    return resnet_encoder("resnet101", channels, latent_dim), VanillaDecoder(
-        channels, decoder_input_dim, resolution
-    )
-
-
-@ARCHITECTURES.register("densenet121")
-def densenet121(
-    channels: int, latent_dim: int, resolution: int, decoder_input_dim: int
-) -> tuple[nn.Module, nn.Module]:
-    return densenet121_encoder(channels, latent_dim), VanillaDecoder(
-        channels, decoder_input_dim, resolution
-    )
-
-
-@ARCHITECTURES.register("bit_resnet50")
-def bit_resnet50(
-    channels: int, latent_dim: int, resolution: int, decoder_input_dim: int
-) -> tuple[nn.Module, nn.Module]:
-    return bit_encoder("bit_resnet50", channels, latent_dim), VanillaDecoder(
-        channels, decoder_input_dim, resolution
-    )
-
-
-@ARCHITECTURES.register("bit_resnet101")
-def bit_resnet101(
-    channels: int, latent_dim: int, resolution: int, decoder_input_dim: int
-) -> tuple[nn.Module, nn.Module]:
-    return bit_encoder("bit_resnet101", channels, latent_dim), VanillaDecoder(
-        channels, decoder_input_dim, resolution
-    )
+for _name, (_encoder, _decoder) in SIDES.items():
+    ARCHITECTURES.register(_name)(_builder(_encoder, _decoder))
+for _name in cnnvae.NETS:
+    ARCHITECTURES.register(_name)(_cnnvae(_name))

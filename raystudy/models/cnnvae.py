@@ -60,21 +60,50 @@ def init_like_the_authors(module: nn.Module) -> None:
             nn.init.kaiming_uniform_(layer.weight, nonlinearity="relu")
 
 
+def _encoder_layers(
+    channels: int, convs: Sequence[int], fcs: Sequence[int]
+) -> tuple[list[nn.Module], int]:
+    """The encoder's convs and FC layers, each with its ReLU, and the width they end in."""
+    layers: list[nn.Module] = []
+    c_in = channels
+    for c_out in convs:
+        layers += [nn.Conv2d(c_in, c_out, 4, stride=2, padding=1), nn.ReLU()]
+        c_in = c_out
+    layers.append(nn.Flatten())
+    width = c_in * _SIDE * _SIDE
+    for size in fcs:
+        layers += [nn.Linear(width, size), nn.ReLU()]
+        width = size
+    return layers, width
+
+
+def _decoder_layers(
+    channels: int, latent_dim: int, convs: Sequence[int], fcs: Sequence[int]
+) -> list[nn.Module]:
+    """The encoder transposed: FC layers in reverse, then transposed convs back to logits."""
+    layers: list[nn.Module] = []
+    width = latent_dim
+    for size in reversed(fcs):
+        layers += [nn.Linear(width, size), nn.ReLU()]
+        width = size
+    top = convs[-1]
+    layers += [nn.Linear(width, top * _SIDE * _SIDE), nn.ReLU(), nn.Unflatten(1, (top, 4, 4))]
+    # Each encoder conv c_in -> c_out transposes to c_out -> c_in; the first one's c_in is
+    # the image's channels, and no ReLU follows it (logits).
+    ins = (channels, *convs[:-1])
+    for i, (c_out, c_in) in reversed(list(enumerate(zip(ins, convs, strict=True)))):
+        layers.append(nn.ConvTranspose2d(c_in, c_out, 4, stride=2, padding=1))
+        if i:
+            layers.append(nn.ReLU())
+    return layers
+
+
 class CNNEncoder(nn.Module):
     def __init__(
         self, channels: int, latent_dim: int, convs: Sequence[int], fcs: Sequence[int]
     ) -> None:
         super().__init__()
-        layers: list[nn.Module] = []
-        c_in = channels
-        for c_out in convs:
-            layers += [nn.Conv2d(c_in, c_out, 4, stride=2, padding=1), nn.ReLU()]
-            c_in = c_out
-        layers.append(nn.Flatten())
-        width = c_in * _SIDE * _SIDE
-        for size in fcs:
-            layers += [nn.Linear(width, size), nn.ReLU()]
-            width = size
+        layers, width = _encoder_layers(channels, convs, fcs)
         self.features = nn.Sequential(*layers)
         self.posterior = nn.Linear(width, 2 * latent_dim)
         init_like_the_authors(self)
@@ -89,21 +118,7 @@ class CNNDecoder(nn.Module):
         self, channels: int, latent_dim: int, convs: Sequence[int], fcs: Sequence[int]
     ) -> None:
         super().__init__()
-        layers: list[nn.Module] = []
-        width = latent_dim
-        for size in reversed(fcs):
-            layers += [nn.Linear(width, size), nn.ReLU()]
-            width = size
-        top = convs[-1]
-        layers += [nn.Linear(width, top * _SIDE * _SIDE), nn.ReLU(), nn.Unflatten(1, (top, 4, 4))]
-        # Each encoder conv c_in -> c_out transposes to c_out -> c_in; the first one's c_in is
-        # the image's channels, and no ReLU follows it (logits).
-        ins = (channels, *convs[:-1])
-        for i, (c_out, c_in) in reversed(list(enumerate(zip(ins, convs, strict=True)))):
-            layers.append(nn.ConvTranspose2d(c_in, c_out, 4, stride=2, padding=1))
-            if i:
-                layers.append(nn.ReLU())
-        self.net = nn.Sequential(*layers)
+        self.net = nn.Sequential(*_decoder_layers(channels, latent_dim, convs, fcs))
         init_like_the_authors(self)
 
     def forward(self, z: torch.Tensor) -> torch.Tensor:

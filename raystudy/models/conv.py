@@ -17,6 +17,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from raystudy.models.vae import GaussianEncoder
+
 RESOLUTIONS = (32, 64)
 
 
@@ -25,9 +27,8 @@ def _check_resolution(resolution: int) -> None:
         raise ValueError(f"the conv architecture is for 32x32 or 64x64 images, got {resolution}")
 
 
-class ConvEncoder(nn.Module):
+class ConvEncoder(GaussianEncoder):
     def __init__(self, channels: int, latent_dim: int, resolution: int = 64) -> None:
-        super().__init__()
         _check_resolution(resolution)
         # 64 -> 32 -> 16 -> 8 -> 4, or 32 -> 16 -> 8 -> 4 without the second 4x4 stage.
         stride_4x4: list[nn.Module] = [
@@ -36,7 +37,7 @@ class ConvEncoder(nn.Module):
         ]
         if resolution == 64:
             stride_4x4 += [nn.Conv2d(32, 32, 4, stride=2, padding=1), nn.ReLU()]
-        self.features = nn.Sequential(
+        features = nn.Sequential(
             *stride_4x4,
             nn.Conv2d(32, 64, 2, stride=2),
             nn.ReLU(),
@@ -46,12 +47,7 @@ class ConvEncoder(nn.Module):
             nn.Linear(64 * 4 * 4, 256),
             nn.ReLU(),
         )
-        self.mean = nn.Linear(256, latent_dim)
-        self.logvar = nn.Linear(256, latent_dim)
-
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        h = self.features(x)
-        return self.mean(h), self.logvar(h)
+        super().__init__(features, 256, latent_dim)
 
 
 class ConvDecoder(nn.Module):

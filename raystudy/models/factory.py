@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
@@ -11,9 +9,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from raystudy.models.architectures import ARCHITECTURES
 from raystudy.models.objectives import Batch, Objective, objective_from_config
 from raystudy.models.vae import VAE, HeadedEncoder, NoImageEncoder
-
-if TYPE_CHECKING:
-    from raystudy.spec import ModelConfig
+from raystudy.spec import ModelConfig
 
 
 def build_model(

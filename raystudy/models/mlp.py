@@ -11,25 +11,21 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from raystudy.models.vae import GaussianEncoder
+
 HIDDEN = 1200
 
 
-class MLPEncoder(nn.Module):
+class MLPEncoder(GaussianEncoder):
     def __init__(self, channels: int, latent_dim: int, resolution: int = 64) -> None:
-        super().__init__()
-        self.features = nn.Sequential(
+        features = nn.Sequential(
             nn.Flatten(),
             nn.Linear(channels * resolution * resolution, HIDDEN),
             nn.ReLU(),
             nn.Linear(HIDDEN, HIDDEN),
             nn.ReLU(),
         )
-        self.mean = nn.Linear(HIDDEN, latent_dim)
-        self.logvar = nn.Linear(HIDDEN, latent_dim)
-
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        h = self.features(x)
-        return self.mean(h), self.logvar(h)
+        super().__init__(features, HIDDEN, latent_dim)
 
 
 class MLPDecoder(nn.Module):

@@ -26,6 +26,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from raystudy.models.vae import GaussianEncoder
 from raystudy.models.vanilla_cnn import BOTTLENECK, ENCODER_STAGES, check_resolution
 
 ROTATIONS = 4
@@ -82,11 +83,10 @@ class GroupConv(nn.Module):
         return F.conv2d(x, self.filters(), bias, stride=self.stride, padding=self.padding)
 
 
-class RotationEqEncoder(nn.Module):
+class RotationEqEncoder(GaussianEncoder):
     """The P4 CNN (module doc): images -> (mu, logvar)."""
 
     def __init__(self, channels: int, latent_dim: int, resolution: int = 64) -> None:
-        super().__init__()
         check_resolution(resolution, "rotation_eq")
         layers: list[nn.Module] = []
         for c_in, c_out in ENCODER_STAGES[resolution]:
@@ -97,10 +97,4 @@ class RotationEqEncoder(nn.Module):
             layers.append(nn.ReLU())
         last = ENCODER_STAGES[resolution][-1][1] // 2 * ROTATIONS
         layers += [nn.Conv2d(last, BOTTLENECK, 4), nn.ReLU(), nn.Flatten()]
-        self.features = nn.Sequential(*layers)
-        self.mean = nn.Linear(BOTTLENECK, latent_dim)
-        self.logvar = nn.Linear(BOTTLENECK, latent_dim)
-
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        h = self.features(x)
-        return self.mean(h), self.logvar(h)
+        super().__init__(nn.Sequential(*layers), BOTTLENECK, latent_dim)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import NamedTuple
 
 import torch
 from torch import nn
@@ -103,6 +104,21 @@ class NoImageEncoder(nn.Module):
         )
 
 
+class GaussianEncoder(nn.Module):
+    """An encoder made of a `features` network, ending in `width` features, and one linear
+    head each for the posterior's mean and log-variance (built in that order)."""
+
+    def __init__(self, features: nn.Module, width: int, latent_dim: int) -> None:
+        super().__init__()
+        self.features = features
+        self.mean = nn.Linear(width, latent_dim)
+        self.logvar = nn.Linear(width, latent_dim)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        h = self.features(x)
+        return self.mean(h), self.logvar(h)
+
+
 def reconstruction_logits(model: nn.Module, z: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """The logits with which `model` reconstructs `targets` from their codes `z`:
     ``model.decode(z)``, unless its decoder's head completes the code per image from the image
@@ -181,3 +197,25 @@ class VAE(nn.Module):
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         mu, logvar = self.encode(x)
         return self.decode(self.reparameterize(mu, logvar)), mu, logvar
+
+
+class ElboTerms(NamedTuple):
+    """One pass of :func:`elbo_terms`: the posterior, its sample and the two ELBO terms."""
+
+    mu: torch.Tensor
+    logvar: torch.Tensor
+    z: torch.Tensor
+    #: E_q[-log p(x|z)] at one sample per image, mean over the batch (Bernoulli, in nats).
+    recon: torch.Tensor
+    #: KL(q(z|x) || N(0, I)) summed over code dimensions, mean over the batch.
+    kl: torch.Tensor
+
+
+def elbo_terms(model: VAE, inputs: torch.Tensor, targets: torch.Tensor) -> ElboTerms:
+    """The two terms of the negative ELBO (Kingma & Welling 2014) of `model` on a batch:
+    encode `inputs`, draw z = mu + eps * sigma once per image, decode z against `targets`."""
+    mu, logvar = model.encode(inputs)
+    z = model.reparameterize(mu, logvar)
+    recon = bernoulli_nll(model.decode(z), targets).mean()
+    kl = gaussian_kl(mu, logvar).sum(dim=1).mean()
+    return ElboTerms(mu, logvar, z, recon, kl)

@@ -36,6 +36,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from raystudy.models.vae import GaussianEncoder
+
 RESOLUTIONS = (32, 64, 128)
 #: 4x4 stride-2 encoder convolutions (in -> out channels; 0 is the image's), per resolution.
 ENCODER_STAGES = {
@@ -88,30 +90,20 @@ class CoordConv2d(nn.Conv2d):
         return super().forward(add_coordinates(x))
 
 
-class VanillaEncoder(nn.Module):
+class VanillaEncoder(GaussianEncoder):
     """Schott et al.'s CNN (module doc); with `coords`, every convolution a CoordConv."""
 
     def __init__(
         self, channels: int, latent_dim: int, resolution: int = 64, coords: bool = False
     ) -> None:
-        super().__init__()
         check_resolution(resolution, "coordconv" if coords else "vanilla_cnn")
         conv = CoordConv2d if coords else nn.Conv2d
         layers: list[nn.Module] = []
         for c_in, c_out in ENCODER_STAGES[resolution]:
             layers += [conv(c_in or channels, c_out, 4, stride=2, padding=1), nn.ReLU()]
         layers += [conv(64, BOTTLENECK, 4), nn.ReLU(), nn.Flatten()]
-        self.features = nn.Sequential(*layers)
-        self.mean = nn.Linear(BOTTLENECK, latent_dim)
-        self.logvar = nn.Linear(BOTTLENECK, latent_dim)
+        super().__init__(nn.Sequential(*layers), BOTTLENECK, latent_dim)
         kaiming_init(self)
-
-    def encode_features(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        h = self.features(x)
-        return self.mean(h), self.logvar(h)
-
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        return self.encode_features(x)
 
 
 class VanillaDecoder(nn.Module):
@@ -164,4 +156,4 @@ class SpatialTransformerEncoder(VanillaEncoder):
         return F.grid_sample(x, grid, align_corners=False)
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        return self.encode_features(self.transform(x))
+        return super().forward(self.transform(x))

@@ -8,6 +8,8 @@ cannot extrapolate beyond the range of codes seen in training.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from xgboost import XGBRegressor
@@ -16,6 +18,7 @@ from raystudy.metrics.probes._registry import as_targets, register_probe
 
 
 @register_probe("gbt")
+@dataclass(eq=False)
 class GBTProbe:
     """xgboost regressor, 200 rounds of depth-4 trees at learning rate 0.1.
 
@@ -26,19 +29,11 @@ class GBTProbe:
     fitted as well as depth 5 or 6 on held-out data at half the cost.
     """
 
-    def __init__(
-        self,
-        seed: int = 0,
-        n_jobs: int = 1,
-        n_estimators: int = 200,
-        max_depth: int = 4,
-        learning_rate: float = 0.1,
-    ) -> None:
-        self.seed = seed
-        self.n_jobs = n_jobs
-        self.n_estimators = n_estimators
-        self.max_depth = max_depth
-        self.learning_rate = learning_rate
+    seed: int = 0
+    n_jobs: int = 1
+    n_estimators: int = 200
+    max_depth: int = 4
+    learning_rate: float = 0.1
 
     def fit(self, X: ArrayLike, Y: ArrayLike) -> GBTProbe:
         targets = as_targets(Y)

@@ -10,6 +10,8 @@ which is deterministic: the seed is accepted for the probe interface and not use
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.linear_model import LinearRegression
@@ -19,12 +21,12 @@ from raystudy.metrics.probes._registry import as_targets, register_probe
 
 
 @register_probe("linear")
+@dataclass(eq=False)
 class LinearProbe:
     """Least-squares linear regression with an intercept, one output per factor."""
 
-    def __init__(self, seed: int = 0, n_jobs: int = 1) -> None:
-        self.seed = seed
-        self.n_jobs = n_jobs
+    seed: int = 0
+    n_jobs: int = 1
 
     def fit(self, X: ArrayLike, Y: ArrayLike) -> LinearProbe:
         targets = as_targets(Y)

@@ -17,6 +17,7 @@ measures (tests/test_metrics_transfer.py has the case).
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -28,22 +29,15 @@ from raystudy.metrics.probes._registry import as_targets, register_probe
 
 
 @register_probe("mlp")
+@dataclass(eq=False)
 class MLPProbe:
     """sklearn ``MLPRegressor((256, 256))`` per factor on the raw codes, early stopping."""
 
-    def __init__(
-        self,
-        seed: int = 0,
-        n_jobs: int = 1,
-        hidden: tuple[int, ...] = (256, 256),
-        max_iter: int = 200,
-        learning_rate_init: float = 1e-3,
-    ) -> None:
-        self.seed = seed
-        self.n_jobs = n_jobs
-        self.hidden = hidden
-        self.max_iter = max_iter
-        self.learning_rate_init = learning_rate_init
+    seed: int = 0
+    n_jobs: int = 1
+    hidden: tuple[int, ...] = (256, 256)
+    max_iter: int = 200
+    learning_rate_init: float = 1e-3
 
     def fit(self, X: ArrayLike, Y: ArrayLike) -> MLPProbe:
         targets = as_targets(Y)

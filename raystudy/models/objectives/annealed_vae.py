@@ -20,7 +20,7 @@ from pydantic import Field
 
 from raystudy.models.objectives.base import Batch, LossTerms, Objective, ObjectiveParams
 from raystudy.models.objectives.registry import OBJECTIVES
-from raystudy.models.vae import VAE, bernoulli_nll, gaussian_kl
+from raystudy.models.vae import VAE, elbo_terms
 
 
 def capacity(step: int, c_max: float, iteration_threshold: int) -> float:
@@ -47,9 +47,7 @@ class AnnealedVAE(Objective):
     def __call__(
         self, model: VAE, batch: Batch, *, step: int = 0, kl_weight: float = 1.0
     ) -> LossTerms:
-        logits, mu, logvar = model(batch.inputs)
-        recon = bernoulli_nll(logits, batch.targets).mean()
-        kl = gaussian_kl(mu, logvar).sum(dim=1).mean()
+        _, _, _, recon, kl = elbo_terms(model, batch.inputs, batch.targets)
         c = capacity(step, self.c_max, self.iteration_threshold)
         penalty = self.gamma * (kl - c).abs()
         extras = {"capacity": torch.tensor(c, device=kl.device, dtype=kl.dtype)}

@@ -183,6 +183,15 @@ class Objective(ABC):
         if state:
             raise ValueError(f"{type(self).__name__} has no state, got keys {sorted(state)}")
 
+    def second_images(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+        """The second image of every pair, ``(inputs2, targets2)``; ValueError naming the
+        objective when the batch has none (a pairs objective fed single images)."""
+        if batch.inputs2 is None or batch.targets2 is None:
+            raise ValueError(
+                f"{type(self).__name__} trains on pairs: the batch has no second image"
+            )
+        return batch.inputs2, batch.targets2
+
     @abstractmethod
     def __call__(
         self, model: VAE, batch: Batch, *, step: int = 0, kl_weight: float = 1.0

@@ -29,7 +29,7 @@ from pydantic import Field
 
 from raystudy.models.objectives.base import Batch, LossTerms, Objective, ObjectiveParams
 from raystudy.models.objectives.registry import OBJECTIVES
-from raystudy.models.vae import VAE, bernoulli_nll, gaussian_kl, gaussian_log_density
+from raystudy.models.vae import VAE, elbo_terms, gaussian_log_density
 
 
 def total_correlation(z: torch.Tensor, mu: torch.Tensor, logvar: torch.Tensor) -> torch.Tensor:
@@ -55,10 +55,7 @@ class BetaTCVAE(Objective):
     def __call__(
         self, model: VAE, batch: Batch, *, step: int = 0, kl_weight: float = 1.0
     ) -> LossTerms:
-        mu, logvar = model.encode(batch.inputs)
-        z = model.reparameterize(mu, logvar)
-        recon = bernoulli_nll(model.decode(z), batch.targets).mean()
-        kl = gaussian_kl(mu, logvar).sum(dim=1).mean()
+        mu, logvar, z, recon, kl = elbo_terms(model, batch.inputs, batch.targets)
         tc = total_correlation(z, mu, logvar)
         loss = recon + kl_weight * (kl + (self.beta - 1.0) * tc)
         return LossTerms(loss, recon, kl, {"tc": tc})

@@ -26,7 +26,7 @@ from pydantic import Field
 
 from raystudy.models.objectives.base import Batch, LossTerms, Objective, ObjectiveParams
 from raystudy.models.objectives.registry import OBJECTIVES
-from raystudy.models.vae import VAE, bernoulli_nll, gaussian_kl
+from raystudy.models.vae import VAE, elbo_terms
 
 
 def batch_covariance(x: torch.Tensor) -> torch.Tensor:
@@ -73,9 +73,7 @@ class _DIPVAE(Objective):
     def __call__(
         self, model: VAE, batch: Batch, *, step: int = 0, kl_weight: float = 1.0
     ) -> LossTerms:
-        logits, mu, logvar = model(batch.inputs)
-        recon = bernoulli_nll(logits, batch.targets).mean()
-        kl = gaussian_kl(mu, logvar).sum(dim=1).mean()
+        mu, logvar, _, recon, kl = elbo_terms(model, batch.inputs, batch.targets)
         dip = dip_penalty(self.covariance(mu, logvar), self.lambda_od, self.lambda_d)
         return LossTerms(recon + kl_weight * (kl + dip), recon, kl, {"dip": dip})
 

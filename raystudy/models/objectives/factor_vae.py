@@ -34,7 +34,7 @@ from torch.nn import functional as F
 
 from raystudy.models.objectives.base import Batch, LossTerms, Objective, ObjectiveParams
 from raystudy.models.objectives.registry import OBJECTIVES
-from raystudy.models.vae import VAE, bernoulli_nll, gaussian_kl
+from raystudy.models.vae import VAE, elbo_terms
 
 DISCRIMINATOR_WIDTH = 1000
 DISCRIMINATOR_DEPTH = 6
@@ -107,10 +107,7 @@ class FactorVAE(Objective):
         if self.discriminator is None:
             self.setup(model, batch.inputs.device)
         assert self.discriminator is not None
-        mu, logvar = model.encode(batch.inputs)
-        z = model.reparameterize(mu, logvar)
-        recon = bernoulli_nll(model.decode(z), batch.targets).mean()
-        kl = gaussian_kl(mu, logvar).sum(dim=1).mean()
+        _, _, z, recon, kl = elbo_terms(model, batch.inputs, batch.targets)
         with _frozen(self.discriminator):
             logits = self.discriminator(z)
         tc = (logits[:, 0] - logits[:, 1]).mean()

@@ -26,7 +26,7 @@ from pydantic import Field
 from raystudy.models.objectives.base import Batch, LossTerms, Objective, ObjectiveParams
 from raystudy.models.objectives.registry import OBJECTIVES
 from raystudy.models.objectives.wae import prior_mmd
-from raystudy.models.vae import VAE, bernoulli_nll, gaussian_kl
+from raystudy.models.vae import VAE, elbo_terms
 
 
 class InfoVAEParams(ObjectiveParams):
@@ -50,10 +50,7 @@ class InfoVAE(Objective):
     def __call__(
         self, model: VAE, batch: Batch, *, step: int = 0, kl_weight: float = 1.0
     ) -> LossTerms:
-        mu, logvar = model.encode(batch.inputs)
-        z = model.reparameterize(mu, logvar)
-        recon = bernoulli_nll(model.decode(z), batch.targets).mean()
-        kl = gaussian_kl(mu, logvar).sum(dim=1).mean()
+        _, _, z, recon, kl = elbo_terms(model, batch.inputs, batch.targets)
         mmd = prior_mmd(z)
         regulariser = (1.0 - self.alpha) * kl + (self.alpha + self.lambda_info - 1.0) * mmd
         return LossTerms(recon + kl_weight * regulariser, recon, kl, {"mmd": mmd})

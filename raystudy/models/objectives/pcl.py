@@ -138,17 +138,16 @@ class PCL(Objective):
     def __call__(
         self, model: VAE, batch: Batch, *, step: int = 0, kl_weight: float = 1.0
     ) -> LossTerms:
-        if batch.inputs2 is None or batch.targets2 is None:
-            raise ValueError("PCL trains on pairs: the batch has no second image")
+        inputs2, targets2 = self.second_images(batch)
         n = batch.inputs.shape[0]
         if n < 2:
             raise ValueError("PCL needs at least 2 pairs a batch: a permuted pair is another's")
         head = getattr(model.encoder, "head", None)
         if not isinstance(head, PCLHead):
             raise ValueError("PCL needs a model built with its encoder head (PCLHead)")
-        h, _ = model.encode(torch.cat([batch.inputs, batch.inputs2]))
+        h, _ = model.encode(torch.cat([batch.inputs, inputs2]))
         pcl, accuracy = permutation_contrast(head, h[:n], h[n:])
-        targets = torch.cat([batch.targets, batch.targets2])
+        targets = torch.cat([batch.targets, targets2])
         recon = bernoulli_nll(model.decode(h.detach()), targets).mean()
         kl = torch.zeros((), device=recon.device, dtype=recon.dtype)
         return LossTerms(pcl + recon, recon, kl, {"pcl": pcl, "pcl_accuracy": accuracy})

@@ -60,7 +60,7 @@ from pydantic import Field
 
 from raystudy.models.objectives.base import Batch, LossTerms, Objective, ObjectiveParams, PairK
 from raystudy.models.objectives.registry import OBJECTIVES
-from raystudy.models.vae import VAE, bernoulli_nll, gaussian_kl
+from raystudy.models.vae import VAE, elbo_terms
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _LOG_2_PI_E = math.log(2.0 * math.pi * math.e)
@@ -145,15 +145,11 @@ class SlowVAE(Objective):
     def __call__(
         self, model: VAE, batch: Batch, *, step: int = 0, kl_weight: float = 1.0
     ) -> LossTerms:
-        if batch.inputs2 is None or batch.targets2 is None:
-            raise ValueError("SlowVAE trains on pairs: the batch has no second image")
+        inputs2, targets2 = self.second_images(batch)
         n = batch.inputs.shape[0]
         # Both frames through each network in one call: half the kernel launches of two.
-        mu, logvar = model.encode(torch.cat([batch.inputs, batch.inputs2]))
-        logits = model.decode(model.reparameterize(mu, logvar))
-        targets = torch.cat([batch.targets, batch.targets2])
-        recon = bernoulli_nll(logits, targets).mean()
-        kl = gaussian_kl(mu, logvar).sum(dim=1).mean()
+        both = torch.cat([batch.inputs, inputs2]), torch.cat([batch.targets, targets2])
+        mu, logvar, _, recon, kl = elbo_terms(model, *both)
         kl_laplace = slow_kl_laplace(mu[:n], logvar[:n], mu[n:], logvar[n:], self.rate)
         regulariser = 0.5 * (self.beta * kl + self.gamma * kl_laplace)
         return LossTerms(recon + kl_weight * regulariser, recon, kl, {"kl_laplace": kl_laplace})

@@ -37,7 +37,7 @@ from pydantic import Field
 
 from raystudy.models.objectives.base import Batch, LossTerms, Objective, ObjectiveParams
 from raystudy.models.objectives.registry import OBJECTIVES
-from raystudy.models.vae import VAE, bernoulli_nll, gaussian_kl, standard_normal_like
+from raystudy.models.vae import VAE, elbo_terms, standard_normal_like
 
 #: The kernel's scales, relative to 2 d sigma^2 (Tolstikhin et al.'s code).
 IMQ_SCALES = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
@@ -91,11 +91,8 @@ class WAE(Objective):
     def __call__(
         self, model: VAE, batch: Batch, *, step: int = 0, kl_weight: float = 1.0
     ) -> LossTerms:
-        mu, logvar = model.encode(batch.inputs)
-        z = model.reparameterize(mu, logvar)
-        recon = bernoulli_nll(model.decode(z), batch.targets).mean()
+        _, logvar, z, recon, kl = elbo_terms(model, batch.inputs, batch.targets)
         mmd = prior_mmd(z)
         logvar_l1 = logvar.abs().sum(dim=1).mean()
-        kl = gaussian_kl(mu, logvar).sum(dim=1).mean()
         loss = recon + kl_weight * (self.lambda_mmd * mmd + self.lambda_logvar * logvar_l1)
         return LossTerms(loss, recon, kl, {"mmd": mmd, "logvar_l1": logvar_l1})

@@ -106,17 +106,14 @@ class WeakObjective(Objective):
     def __call__(
         self, model: VAE, batch: Batch, *, step: int = 0, kl_weight: float = 1.0
     ) -> LossTerms:
-        if batch.inputs2 is None or batch.targets2 is None:
-            raise ValueError(
-                f"{type(self).__name__} trains on pairs: the batch has no second image"
-            )
+        inputs2, targets2 = self.second_images(batch)
         n = batch.inputs.shape[0]
         # Both halves through each network in one call: half the kernel launches of two calls.
-        mu, logvar = model.encode(torch.cat([batch.inputs, batch.inputs2]))
+        mu, logvar = model.encode(torch.cat([batch.inputs, inputs2]))
         mu1, logvar1, mu2, logvar2 = self.share(mu[:n], logvar[:n], mu[n:], logvar[n:])
         mu, logvar = torch.cat([mu1, mu2]), torch.cat([logvar1, logvar2])
         logits = model.decode(model.reparameterize(mu, logvar))
-        targets = torch.cat([batch.targets, batch.targets2])
+        targets = torch.cat([batch.targets, targets2])
         recon = bernoulli_nll(logits, targets).mean()
         kl = gaussian_kl(mu, logvar).sum(dim=1).mean()
         return LossTerms(recon + kl_weight * self.beta * kl, recon, kl)
