@@ -25,7 +25,7 @@ from raystudy.models.objectives.cascade_vae import category_head
 from raystudy.scoring import build_split, eval_scores
 from raystudy.spec import EvaluationConfig, TrainConfig, TrialConfig
 from raystudy.training.decoder_retrain import retrain_decoder
-from raystudy.trials.decoder_test import decoder_test_scores
+from raystudy.trials.decoder_arms import decoder_test_scores
 
 CPU = torch.device("cpu")
 #: Circles (one channel) with the paper's middle positions held out.

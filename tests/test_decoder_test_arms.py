@@ -27,7 +27,7 @@ from raystudy.spec import SpecError, TrainConfig, TrialConfig
 from raystudy.training.balanced import ShapeBalancedSampler
 from raystudy.training.decoder_retrain import retrain_decoder, retrain_encoder
 from raystudy.training.loop import BatchSampler
-from raystudy.trials.decoder_test import decoder_test_scores
+from raystudy.trials.decoder_arms import decoder_test_scores
 
 CPU = torch.device("cpu")
 #: Spriteworld's simple set (a disc and a square) with the paper's middle squares held out.

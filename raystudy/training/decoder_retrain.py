@@ -47,7 +47,7 @@ retraining runs the model's balanced matching instead, whose balance weight (0.0
 pair) rarely changes the choice.
 
 Knows neither Ray, MLflow nor the scoring: the trial scores the returned model with the same
-images and code as eval/recon and eval/recon_heldout (`raystudy.trials.decoder_test`).
+images and code as eval/recon and eval/recon_heldout (`raystudy.trials.decoder_arms`).
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from raystudy.trials.common import (
     cost_params,
     log_artifacts,
 )
-from raystudy.trials.decoder_test import decoder_test_scores
+from raystudy.trials.decoder_arms import decoder_test_scores
 from raystudy.trials.logged_model import log_trained_model
 
 
