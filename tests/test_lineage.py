@@ -18,7 +18,8 @@ import pytest
 from mlflow.tracking import MlflowClient
 from PIL import Image
 
-from raystudy.artifacts import CAPTION_PX, TRAVERSAL_STEPS
+from raystudy.artifacts.grids import CAPTION_PX
+from raystudy.artifacts.traversals import TRAVERSAL_STEPS
 from raystudy.data import get_dataset
 from raystudy.data.split_registry import get_split, split_from_spec
 from raystudy.keys import system_key

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from raystudy.artifacts.subject import Subject
 from raystudy.data import GroundTruthDataset, Split, get_dataset
 from raystudy.models import VAE, Objective
 from raystudy.phases import phase
@@ -91,7 +92,8 @@ def finish_model(
     results |= tested
     if ctx.log_artifacts:
         with phase("figures"):
-            log_artifacts(run, model, dataset, split, config, device, results.fixed)
+            subject = Subject(model, dataset, split, device, config.evaluation.seed)
+            log_artifacts(run, subject, config, results.fixed)
     with phase("model_export"):
         log_trained_model(run, model, dataset, split, config, ctx)
     return results
