@@ -27,7 +27,7 @@ from raystudy.lineage import PACKAGES, UNKNOWN, data_input, git_commit, git_stat
 from raystudy.spec import TrialConfig
 from raystudy.tags import DEVICE_TAG, GIT_COMMIT_TAG, GIT_DIRTY_TAG, SOURCE_NAME_TAG, version_tag
 from raystudy.tracking.system_metrics import system_metrics
-from raystudy.tracking.writer import TrialRun
+from raystudy.tracking.trial_run import TrialRun
 from raystudy.trials.common import TrialContext
 from raystudy.trials.single import LocalReporter, run_trial
 

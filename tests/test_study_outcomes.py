@@ -29,7 +29,7 @@ from raystudy.study.folder import StudyError, StudyInfo
 from raystudy.study.report import WARNING, outcome_report
 from raystudy.study.status import study_status
 from raystudy.tags import ROLE_TAG, STOPPED_TAG, TRIAL_ID_TAG, TRIAL_ROLE, equals
-from raystudy.tracking.writer import StudyTracker, default_uri
+from raystudy.tracking.study_run import StudyTracker, default_uri
 from raystudy.tune.adapter import make_searcher, time_budget
 from raystudy.tune.state import FINISHED, TUNE_DIR, fit_outcomes, trial_outcome
 

@@ -49,8 +49,8 @@ from raystudy.tags import (
     VERSION_TAG,
 )
 from raystudy.tracking.retry import TrackingRejected, TrackingUnreachable, TrackingVariableUnset
+from raystudy.tracking.study_run import StudyTracker, default_uri
 from raystudy.tracking.sync import sync_run
-from raystudy.tracking.writer import StudyTracker, default_uri
 from raystudy.trials.common import StudyContext
 from raystudy.tune.adapter import (
     close_orphan_optuna_trials,

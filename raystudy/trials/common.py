@@ -42,7 +42,7 @@ from raystudy.tags import (
     TIMED_OUT_TAG,
     VERSION_TAG,
 )
-from raystudy.tracking.writer import TrialRun
+from raystudy.tracking.trial_run import TrialRun
 from raystudy.training.loop import TrainingDiverged
 from raystudy.trials.time_limit import TrialTimedOut, time_limit
 

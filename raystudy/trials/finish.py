@@ -17,7 +17,7 @@ from raystudy.phases import phase
 from raystudy.scoring import score_model
 from raystudy.spec import TrialConfig
 from raystudy.tags import INVALID_SCORES_TAG
-from raystudy.tracking.writer import TrialRun
+from raystudy.tracking.trial_run import TrialRun
 from raystudy.trials.common import (
     TrialContext,
     build_seeded,

@@ -245,7 +245,7 @@ def test_trial_writers_at_once_lose_no_point(
     experiment_id = mlflow.MlflowClient(uri).create_experiment(f"writers-{store}-{writers}x{steps}")
     # Each writer a process of its own, forked from a server that imported MLflow once.
     forks = multiprocessing.get_context("forkserver")
-    forks.set_forkserver_preload(["raystudy.tracking.writer"])  # (and MLflow)
+    forks.set_forkserver_preload(["raystudy.tracking.trial_run"])  # (and MLflow)
     barrier = forks.Barrier(writers)
     procs = [
         forks.Process(target=writer, args=(uri, experiment_id, i, steps, barrier, FILE_STORE))
