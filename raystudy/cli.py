@@ -59,7 +59,7 @@ OverwriteOpt = Annotated[
 
 def _version(shown: bool) -> None:
     if shown:
-        from raystudy.study.driver import code_version
+        from raystudy.study.setup import code_version
 
         typer.echo(f"raystudy {code_version()}")
         raise typer.Exit()
@@ -166,9 +166,9 @@ def _run(
 
     from raystudy.checks import load_spec
     from raystudy.spec import SpecError
-    from raystudy.study.driver import check_search_method
     from raystudy.study.folder import StudyError
     from raystudy.study.report import outcome_report, start_line
+    from raystudy.study.setup import check_search_method
     from raystudy.terminal.runs import run_watched
     from raystudy.tracking.retry import shown
 

@@ -24,9 +24,10 @@ from tiny import LIGHT, SMOKE, tiny
 
 from raystudy.checks import load_spec
 from raystudy.keys import EVALUATED
-from raystudy.study.driver import StudyOutcome, _finish, check_optuna_study
 from raystudy.study.folder import StudyError, StudyInfo
+from raystudy.study.outcome import StudyOutcome, _finish
 from raystudy.study.report import WARNING, outcome_report
+from raystudy.study.setup import check_optuna_study
 from raystudy.study.status import study_status
 from raystudy.tags import ROLE_TAG, STOPPED_TAG, TRIAL_ID_TAG, TRIAL_ROLE, equals
 from raystudy.tracking.study_run import StudyTracker, default_uri

@@ -1,6 +1,6 @@
 """Resuming a study's Tune run: whether Tune saved one to resume, and the Tuner rebuilt from it.
 
-The study driver (`raystudy.study.driver.resume_study`) decides when to resume and what to say;
+The study driver (`raystudy.study.resume.resume_study`) decides when to resume and what to say;
 what Ray Tune is asked, and how, is here, so that Ray stays inside `raystudy.tune`.
 """
 

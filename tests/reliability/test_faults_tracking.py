@@ -28,7 +28,8 @@ from raystudy.analysis.columns import RUN_NAME
 from raystudy.checks import load_spec
 from raystudy.cli import app
 from raystudy.keys import SYSTEM, TIME
-from raystudy.study.driver import resume_study, run_study
+from raystudy.study.driver import run_study
+from raystudy.study.resume import resume_study
 from raystudy.tags import SYNCED_TAG
 from raystudy.tracking.retry import shown
 from raystudy.tune.cluster import start_local
