@@ -29,14 +29,10 @@ from raystudy.tags import (
 from raystudy.tracking.retry import TrackingUnreachable
 from raystudy.tracking.study_run import StudyTracker
 from raystudy.tracking.sync import sync_run
-from raystudy.tune.adapter import (
-    close_orphan_optuna_trials,
-    optuna_storage_url,
-    stop_on_full_disk,
-    time_budget,
-)
+from raystudy.tune.optuna_storage import close_orphan_optuna_trials, optuna_storage_url
 from raystudy.tune.progress import FullDiskWatch
 from raystudy.tune.state import FINISHED, STOPPED, TUNE_DIR, fit_outcomes
+from raystudy.tune.stopping import stop_on_full_disk, time_budget
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ from raystudy.resources import ResourceError
 from raystudy.spec import StudySpec
 from raystudy.study.folder import ClusterUnavailable, StudyError, StudyInfo
 from raystudy.trials.common import StudyContext
-from raystudy.tune.adapter import optuna_study_exists
 from raystudy.tune.cluster import TuneSetupError
+from raystudy.tune.optuna_storage import optuna_study_exists
 from raystudy.tune.probe import cluster_request
 
 T = TypeVar("T")

@@ -1,6 +1,6 @@
 """One trial end to end: data, split, training, scoring, artifacts, report.
 
-Knows nothing of Ray: `raystudy.tune.adapter` hands it a `Reporter` that forwards results and
+Knows nothing of Ray: `raystudy.tune.trainable` hands it a `Reporter` that forwards results and
 checkpoints to Tune. Every metric goes to MLflow through `tracking.trial_run` as soon as it exists,
 so a trial that fails later loses nothing already measured.
 """

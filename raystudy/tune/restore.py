@@ -11,7 +11,8 @@ from typing import Any
 
 from raystudy.spec import StudySpec
 from raystudy.trials.common import StudyContext
-from raystudy.tune.adapter import make_trainable, with_progress
+from raystudy.tune.adapter import with_progress
+from raystudy.tune.trainable import make_trainable
 
 
 def can_restore(tune_dir: Path) -> bool:
