@@ -1,5 +1,5 @@
 """What one trial writes to its MLflow store, written by a benchmark's writer process through
-raystudy's own tracking code (`raystudy.tracking.writer.TrialRun`, `tracking.system_metrics`).
+raystudy's own tracking code (`raystudy.tracking.trial_run.TrialRun`, `tracking.system_metrics`).
 
 `trial_shape` reads a study spec's first trial the way the trial itself builds its writes
 (`raystudy.trials.single.run_trial`): its params (`trial_params` and the model's cost), its
@@ -153,7 +153,7 @@ class WriterResult:
 def _count_retries(result: WriterResult) -> None:
     """Counts in `result` the repeats of raystudy's own retry (`tracking.retry.retry_busy`):
     the writer calls it by name, so it is wrapped there; every attempt still runs it."""
-    from raystudy.tracking import retry, writer
+    from raystudy.tracking import retry, trial_run
 
     def retry_busy(call: Callable[[], Any], wait_s: float = retry.BUSY_WAIT_S) -> Any:
         attempts = 0
@@ -168,7 +168,7 @@ def _count_retries(result: WriterResult) -> None:
         finally:
             result.retries += max(0, attempts - 1)
 
-    writer.retry_busy = retry_busy
+    trial_run.retry_busy = retry_busy
 
 
 def _one_run(job: Job, run_index: int, result: WriterResult) -> None:
@@ -176,7 +176,7 @@ def _one_run(job: Job, run_index: int, result: WriterResult) -> None:
     from raystudy.keys import train_key
     from raystudy.tags import LINEAGE_ERROR_TAG
     from raystudy.tracking.system_metrics import SystemMetrics
-    from raystudy.tracking.writer import TrialRun
+    from raystudy.tracking.trial_run import TrialRun
 
     shape = job.shape
 

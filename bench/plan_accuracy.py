@@ -74,7 +74,7 @@ def finished_runs(study_dir: Path, spec: StudySpec) -> dict[str, float]:
     the smoke study's kinds differ in it alone)."""
     import mlflow
 
-    from raystudy.tracking.writer import default_uri
+    from raystudy.tracking.study_run import default_uri
 
     client = mlflow.MlflowClient(tracking_uri=default_uri(study_dir))
     experiment = client.get_experiment_by_name(spec.name)

@@ -67,7 +67,7 @@ class Store:
 def stores(names: Sequence[str], folder: Path, fsync: bool) -> Iterator[list[Store]]:
     """The stores `names`, started in `folder` (a PostgreSQL cluster only if one is asked
     for, shared by both PostgreSQL stores, a database each)."""
-    from raystudy.tracking.writer import default_uri
+    from raystudy.tracking.study_run import default_uri
 
     with contextlib.ExitStack() as stack:
         cluster = None
@@ -147,7 +147,7 @@ def collect(procs: list[Any], results: Any) -> list[WriterResult]:
 
 def cell(store: Store, writers: int, runs: int, shape: TrialShape, folder: Path) -> dict[str, Any]:
     """W writers at once on `store`, `runs` trial runs each, in a new experiment."""
-    from raystudy.tracking.writer import StudyTracker
+    from raystudy.tracking.study_run import StudyTracker
 
     # A new experiment each time, also in a kept store written before.
     study = f"writes_{store.name}_w{writers}_{time.time_ns()}".replace("-", "_")

@@ -69,7 +69,7 @@ def seeds(n: int) -> str:
 
 def run_sequential(spec: Any, folder: Path, n: int) -> tuple[str, str]:
     """The first `n` trials of `spec` one after another here; (tracking uri, experiment)."""
-    from raystudy.tracking.writer import StudyTracker, default_uri
+    from raystudy.tracking.study_run import StudyTracker, default_uri
     from raystudy.trials.common import TrialContext
     from raystudy.trials.single import LocalReporter, run_trial
 

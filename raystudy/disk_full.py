@@ -4,7 +4,7 @@ A write to a full file system fails with ENOSPC ("No space left on device"), or 
 user's quota is spent; SQLite says SQLITE_FULL ("database or disk is full"), which MLflow's
 sqlite store and SQLAlchemy pass on only as text. A trial that hits either fails, and so would
 every trial after it, so the study stops and says which folder's disk is full
-(`raystudy.study.driver`) rather than failing its trials one by one.
+(`raystudy.study.outcome`) rather than failing its trials one by one.
 """
 
 from __future__ import annotations

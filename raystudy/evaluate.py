@@ -236,31 +236,20 @@ class EncoderScores:
 
 def encoder_scores(
     encoder: str | Callable[..., Any],
-    dataset: str | GroundTruthDataset,
-    split: str | Mapping[str, Any] = "iid",
-    evaluation: EvaluationConfig | Mapping[str, Any] | None = None,
+    setup: tuple[GroundTruthDataset, Split, TrialConfig],
     *,
-    metrics: Sequence[str] | None = None,
-    probes: Sequence[str] | None = None,
-    dataset_options: Mapping[str, Any] | None = None,
     tracking_uri: str | None = None,
     device: str | torch.device = "cpu",
     n_jobs: int = 1,
     progress: Callable[[str], None] | None = None,
 ) -> EncoderScores:
-    """`evaluate_encoder`'s scores, logged nowhere, with the encoder's name and config (what
-    `tracking.external.log_external_run` logs them with); `progress` is told each step."""
-    data, split_, config = evaluation_setup(
-        dataset,
-        split,
-        evaluation,
-        metrics=metrics,
-        probes=probes,
-        dataset_options=dataset_options,
-    )
+    """`evaluate_encoder`'s scores on `setup` (`evaluation_setup`), logged nowhere, with the
+    encoder's name and config (what `tracking.external.log_external_run` logs them with);
+    `progress` is told each step."""
+    data, split, config = setup
     fn, name = resolve_encoder(encoder, tracking_uri)
     scores = score_encoder(
-        fn, name, data, split_, config.evaluation, torch.device(device), n_jobs, progress
+        fn, name, data, split, config.evaluation, torch.device(device), n_jobs, progress
     )
     return EncoderScores(name, config, scores)
 
@@ -288,18 +277,10 @@ def evaluate_encoder(
     `raystudy.role = external`, which `raystudy analyze` of a study of that name reads as
     its own group. Raises `EncoderError` for an encoder that cannot be scored.
     """
-    scored = encoder_scores(
-        encoder,
-        dataset,
-        split,
-        evaluation,
-        metrics=metrics,
-        probes=probes,
-        dataset_options=dataset_options,
-        tracking_uri=tracking_uri,
-        device=device,
-        n_jobs=n_jobs,
+    setup = evaluation_setup(
+        dataset, split, evaluation, metrics=metrics, probes=probes, dataset_options=dataset_options
     )
+    scored = encoder_scores(encoder, setup, tracking_uri=tracking_uri, device=device, n_jobs=n_jobs)
     if experiment is not None:
         from raystudy.tracking.external import log_external_run
 

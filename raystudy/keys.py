@@ -60,7 +60,7 @@ STACK_KEYS = "stack/"
 DIVERGED_KEY = "diverged_at_step"
 
 #: The study's parent run: its trial counts by outcome and its wall time, logged once by the
-#: driver when the study ends (`raystudy.study.driver`).
+#: driver when the study ends (`raystudy.study.outcome`).
 STUDY = "study/"
 STUDY_FINISHED = STUDY + "trials_finished"
 #: Trials the scheduler (ASHA) stopped before their final scores.

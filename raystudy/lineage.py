@@ -3,7 +3,7 @@ device, and the identity of the data and split it trained on (a digest of the sp
 
 Pure: no MLflow, no Ray. The trial (`raystudy.trials.common.record_lineage`) writes
 `lineage()` as run tags and `data_input()` as an MLflow dataset input through
-`raystudy.tracking.writer.TrialRun`. Nothing here may fail a trial: what cannot be found out
+`raystudy.tracking.trial_run.TrialRun`. Nothing here may fail a trial: what cannot be found out
 (git in a package installed from a wheel, a library that is not installed) reads "unknown".
 
 The split digest is computed from what determines the sets, never by enumerating the factor

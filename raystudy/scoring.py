@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -156,31 +157,6 @@ def reconstruction_scores(
     return unsupervised(model, images, seed=seed)
 
 
-def composition_scores(
-    model: VAE,
-    dataset: GroundTruthDataset,
-    split: Split,
-    evaluation: EvaluationConfig,
-    device: torch.device,
-) -> dict[str, float]:
-    """Montero et al. (2021)'s Table 1 NLLs of a composition model
-    (`raystudy.metrics.composition`): `evaluation.num_eval_images` training triples as
-    `eval/composition_nll` and, when the split holds combinations out, as many triples with a
-    held-out target as `eval/composition_nll_heldout`; triples and noise depend on
-    `evaluation.seed` alone."""
-    seed = evaluation.seed
-    results: dict[str, float] = {}
-    sets = [(TRAIN_ROLES, 8, False)]
-    if "heldout" in split.roles:
-        sets.append((HELDOUT_ROLES, 9, True))
-    for roles, stream, heldout in sets:
-        rng = np.random.default_rng([seed, stream])
-        triples = sample_triples(split, evaluation.num_eval_images, rng, roles)
-        scores = composition_nll(model, triple_batch(dataset, triples, device), seed=seed)
-        results.update({eval_key(k, heldout=heldout): v for k, v in scores.items()})
-    return results
-
-
 def eval_scores(
     model: VAE,
     dataset: GroundTruthDataset,
@@ -191,22 +167,37 @@ def eval_scores(
     """The eval/* scores (`reconstruction_scores`) of `evaluation.num_eval_images` images of
     the encoder set, and of the held-out set when the split has one (`eval/*_heldout`); none
     when num_eval_images is 0. The images and posterior noise depend on `evaluation.seed`
-    alone, so two models (a model and its decoder test) are scored on the same ones. A
-    composition model (one with a `transform`) never decodes one image's code: its eval/* are
-    the task's (`composition_scores`)."""
-    seed = evaluation.seed
-    results: dict[str, float] = {}
-    if not evaluation.num_eval_images:
-        return results
+    alone, so two models (a model and its decoder test) are scored on the same ones.
+
+    A composition model (one with a `transform`) never decodes one image's code: its eval/*
+    are Montero et al. (2021)'s Table 1 NLLs (`raystudy.metrics.composition`), of as many
+    training triples as `eval/composition_nll` and, when the split holds combinations out, of
+    as many triples with a held-out target as `eval/composition_nll_heldout`."""
+    seed, n = evaluation.seed, evaluation.num_eval_images
+    if not n:
+        return {}
+    held_out = "heldout" in split.roles
+    # Per set: what is drawn (roles or a role), its random stream, and whether it is held out.
+    sets: list[tuple[Any, int, bool]]
+    score: Callable[[Any, np.random.Generator], dict[str, float]]
     if model.transform is not None:
-        return composition_scores(model, dataset, split, evaluation, device)
-    # Montero et al. (2021): how well the model reconstructs combinations it never trained
-    # on ("heldout"), beside how well it reconstructs the ones it did.
-    sets = [("encoder", 1, False)] + ([("heldout", 5, True)] if "heldout" in split.roles else [])
-    for role, stream, heldout in sets:
-        rng = np.random.default_rng([seed, stream])
-        idx = split.sample(role, evaluation.num_eval_images, rng)
-        scores = reconstruction_scores(model, dataset, idx, device, seed)
+        sets = [(TRAIN_ROLES, 8, False)] + ([(HELDOUT_ROLES, 9, True)] if held_out else [])
+
+        def score(roles: Any, rng: np.random.Generator) -> dict[str, float]:
+            triples = sample_triples(split, n, rng, roles)
+            return composition_nll(model, triple_batch(dataset, triples, device), seed=seed)
+
+    else:
+        # Montero et al. (2021): how well the model reconstructs combinations it never trained
+        # on ("heldout"), beside how well it reconstructs the ones it did.
+        sets = [("encoder", 1, False)] + ([("heldout", 5, True)] if held_out else [])
+
+        def score(role: Any, rng: np.random.Generator) -> dict[str, float]:
+            return reconstruction_scores(model, dataset, split.sample(role, n, rng), device, seed)
+
+    results: dict[str, float] = {}
+    for which, stream, heldout in sets:
+        scores = score(which, np.random.default_rng([seed, stream]))
         results.update({eval_key(k, heldout=heldout): v for k, v in scores.items()})
     return results
 

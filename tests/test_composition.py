@@ -16,7 +16,8 @@ from tiny import SMOKE, tiny
 from torch import nn
 
 from raystudy.analysis.composition import composition_table
-from raystudy.artifacts import composed, draw_composition_trials
+from raystudy.artifacts.composition import composed, draw_composition_trials
+from raystudy.artifacts.subject import Subject
 from raystudy.checks import load_spec
 from raystudy.data import get_dataset, get_split
 from raystudy.data.composition import (
@@ -232,10 +233,10 @@ def test_the_trials_figure_shows_each_triple_and_the_output(dsprites, tmp_path) 
     assert images.shape == (4, 3, 1, 64, 64)
     assert np.array_equal(images[2], dsprites.render(t.target).numpy())  # row 3: the target
     assert images[3].min() > 0.0 and images[3].max() < 1.0  # row 4: Bernoulli means
-    path = draw_composition_trials(tmp_path, model, dsprites, split, 0, CPU)
+    path = draw_composition_trials(tmp_path, Subject(model, dsprites, split, CPU, 0))
     assert path is not None and path.stat().st_size > 1000
     plain, _ = build(ModelConfig(objective="beta_vae", architecture="mlp", latent_dim=4), 1, 64, 5)
-    assert draw_composition_trials(tmp_path, plain, dsprites, split, 0, CPU) is None
+    assert draw_composition_trials(tmp_path, Subject(plain, dsprites, split, CPU, 0)) is None
 
 
 def test_a_trial_trains_scores_and_logs_the_task_without_ray(dsprites, tmp_path) -> None:

@@ -105,13 +105,7 @@ def test_slow_vae_draws_laplace_pairs_when_asked() -> None:
     assert objective.pair_k == "laplace" and objective.laplace_rate == 2.0
     assert get_objective("slow_vae", rate_data="random").laplace_rate is None
     sampler = BatchSampler.for_training(
-        ds,
-        split,
-        TrainConfig(batch_size=64),
-        objective.pair_k,
-        CPU,
-        np.random.default_rng(0),
-        laplace_rate=objective.laplace_rate,
+        ds, split, TrainConfig(batch_size=64), objective, CPU, np.random.default_rng(0)
     )
     first, second = sampler._pairs(2_000)
     changed = (first != second).sum(axis=1)

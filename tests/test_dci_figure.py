@@ -10,7 +10,8 @@ import numpy as np
 import torch
 from tiny import trained
 
-from raystudy.artifacts import draw_dci_importance
+from raystudy.artifacts.dci_importance import draw_dci_importance
+from raystudy.artifacts.subject import Subject
 from raystudy.metrics.dci import (
     clear_fit_cache,
     completeness,
@@ -72,12 +73,13 @@ def test_a_trials_dci_figure_reuses_the_scored_fit(tmp_path: Path) -> None:
     assert fixed is not None and fixed.num_train == config.evaluation.num_train
     assert fixed.codes.shape[0] == fixed.points.shape[0] == 80
     fits = len(dci_module._recent_fits)
-    path = draw_dci_importance(tmp_path, model, dataset, split, config, device, fixed)
+    subject = Subject(model, dataset, split, device, config.evaluation.seed)
+    path = draw_dci_importance(tmp_path, subject, config.evaluation, fixed)
     assert path is not None and path.read_bytes()[:4] == b"\x89PNG"
     assert len(dci_module._recent_fits) == fits, "the figure fitted again"
     # Without the scored sample (or once its fit is gone) the figure refits a capped sample.
     clear_fit_cache()
     (tmp_path / "again").mkdir()
-    again = draw_dci_importance(tmp_path / "again", model, dataset, split, config, device, fixed)
+    again = draw_dci_importance(tmp_path / "again", subject, config.evaluation, fixed)
     assert again is not None and again.exists()
     assert len(dci_module._recent_fits) == 1, "the capped refit"

@@ -24,8 +24,8 @@ from raystudy.models import build
 from raystudy.models.objectives.cascade_vae import category_head
 from raystudy.scoring import build_split, eval_scores
 from raystudy.spec import EvaluationConfig, TrainConfig, TrialConfig
-from raystudy.training.decoder_retrain import retrain_decoder
-from raystudy.trials.decoder_test import decoder_test_scores
+from raystudy.training.decoder_retrain import retrain_arm
+from raystudy.trials.decoder_arms import decoder_test_scores
 
 CPU = torch.device("cpu")
 #: Circles (one channel) with the paper's middle positions held out.
@@ -68,8 +68,8 @@ def test_only_the_decoder_learns_and_its_loss_falls() -> None:
     before = states(model)
     train = TrainConfig(steps=1, batch_size=16, lr=1e-3, report_every=4)
 
-    tested, history = retrain_decoder(
-        model, ds, split, train, 12, seed=0, device=CPU, decoder=fresh.decoder
+    tested, history = retrain_arm(
+        "decoder", model, ds, split, train, 12, seed=0, device=CPU, start=fresh.decoder
     )
 
     assert same(states(model), before)  # the model tested is left as it was
@@ -80,14 +80,14 @@ def test_only_the_decoder_learns_and_its_loss_falls() -> None:
     assert history[-1]["recon"] < 0.9 * history[0]["recon"]
 
     # None fine-tunes the trained decoder: it starts from the model's weights, not fresh ones.
-    tuned, _ = retrain_decoder(model, ds, split, train, 1, seed=0, device=CPU)
+    tuned, _ = retrain_arm("decoder", model, ds, split, train, 1, seed=0, device=CPU)
     trained = states(model.decoder)
     assert largest_change(states(tuned.decoder), trained) < largest_change(
         states(fresh.decoder), trained
     )
     assert same(states(tuned.encoder), states(model.encoder))
     with pytest.raises(ValueError, match="steps must be >= 1"):
-        retrain_decoder(model, ds, split, train, 0, seed=0, device=CPU)
+        retrain_arm("decoder", model, ds, split, train, 0, seed=0, device=CPU)
 
 
 def test_a_cascade_decoder_retrained_from_fresh_weights_keeps_the_discrete_phase() -> None:
@@ -100,8 +100,8 @@ def test_a_cascade_decoder_retrained_from_fresh_weights_keeps_the_discrete_phase
     torch.manual_seed(1)
     fresh, _ = build(config.model, ds.channels, ds.resolution, ds.factors.num_factors)
     train = TrainConfig(steps=1, batch_size=8, lr=1e-3, report_every=2)
-    tested, history = retrain_decoder(
-        model, ds, split, train, 2, seed=0, device=CPU, decoder=fresh.decoder
+    tested, history = retrain_arm(
+        "decoder", model, ds, split, train, 2, seed=0, device=CPU, start=fresh.decoder
     )
     assert float(category_head(tested).discrete) == 1.0  # decodes with each image's category
     assert float(category_head(fresh).discrete) == 0.0

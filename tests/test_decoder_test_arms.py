@@ -25,9 +25,9 @@ from raystudy.models import build
 from raystudy.scoring import build_split
 from raystudy.spec import SpecError, TrainConfig, TrialConfig
 from raystudy.training.balanced import ShapeBalancedSampler
-from raystudy.training.decoder_retrain import retrain_decoder, retrain_encoder
+from raystudy.training.decoder_retrain import retrain_arm
 from raystudy.training.loop import BatchSampler
-from raystudy.trials.decoder_test import decoder_test_scores
+from raystudy.trials.decoder_arms import decoder_test_scores
 
 CPU = torch.device("cpu")
 #: Spriteworld's simple set (a disc and a square) with the paper's middle squares held out.
@@ -80,8 +80,8 @@ def test_the_encoder_arm_trains_only_the_encoder_with_the_vae_loss() -> None:
     model, fresh = built(config, 0), built(config, 1)
     before = states(model)
 
-    tested, history = retrain_encoder(
-        model, ds, split, TRAIN, 12, fresh.encoder, seed=0, device=CPU
+    tested, history = retrain_arm(
+        "encoder", model, ds, split, TRAIN, 12, fresh.encoder, seed=0, device=CPU
     )
 
     assert same(states(model), before)  # the model tested is left as it was
@@ -94,7 +94,7 @@ def test_the_encoder_arm_trains_only_the_encoder_with_the_vae_loss() -> None:
     assert history[-1]["loss"] < history[0]["loss"]
     gt = built(trial("gt_decoder", architecture="mlp", latent_dim=3), 0)
     with pytest.raises(ValueError, match="ground-truth factors \\(gt_decoder\\), it has none"):
-        retrain_encoder(gt, ds, split, TRAIN, 1, seed=0, device=CPU)
+        retrain_arm("encoder", gt, ds, split, TRAIN, 1, seed=0, device=CPU)
 
 
 def test_the_arms_learning_rate_is_their_own() -> None:
@@ -103,10 +103,10 @@ def test_the_arms_learning_rate_is_their_own() -> None:
     split = build_split(config, ds)
     model, fresh = built(config, 0), built(config, 1)
     start = states(fresh.decoder)
-    still, _ = retrain_decoder(
-        model, ds, split, TRAIN, 3, fresh.decoder, seed=0, device=CPU, lr=1e-9
+    still, _ = retrain_arm(
+        "decoder", model, ds, split, TRAIN, 3, fresh.decoder, seed=0, device=CPU, lr=1e-9
     )
-    moved, _ = retrain_decoder(model, ds, split, TRAIN, 3, fresh.decoder, seed=0, device=CPU)
+    moved, _ = retrain_arm("decoder", model, ds, split, TRAIN, 3, fresh.decoder, seed=0, device=CPU)
     # Adam moves each weight by about lr a step: 3e-9 at most, against the trial's lr 1e-3.
     assert largest_change(states(still.decoder), start) < 1e-7
     assert largest_change(states(moved.decoder), start) > 1e-4
@@ -187,7 +187,7 @@ def test_a_composition_trained_model_goes_through_both_arms_as_its_vae() -> None
     keys = reported_metrics(config, split, ds.factors.names)
     assert keys >= ARMS and eval_key("composition_nll") in keys
     # What is retrained is the VAE the layer sat on: it decodes one image's code.
-    tested, _ = retrain_decoder(model, ds, split, TRAIN, 1, seed=0, device=CPU)
+    tested, _ = retrain_arm("decoder", model, ds, split, TRAIN, 1, seed=0, device=CPU)
     assert tested.transform is None
 
 

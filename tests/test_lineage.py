@@ -18,7 +18,8 @@ import pytest
 from mlflow.tracking import MlflowClient
 from PIL import Image
 
-from raystudy.artifacts import CAPTION_PX, TRAVERSAL_STEPS
+from raystudy.artifacts.grids import CAPTION_PX
+from raystudy.artifacts.traversals import TRAVERSAL_STEPS
 from raystudy.data import get_dataset
 from raystudy.data.split_registry import get_split, split_from_spec
 from raystudy.keys import system_key
@@ -26,7 +27,7 @@ from raystudy.lineage import PACKAGES, UNKNOWN, data_input, git_commit, git_stat
 from raystudy.spec import TrialConfig
 from raystudy.tags import DEVICE_TAG, GIT_COMMIT_TAG, GIT_DIRTY_TAG, SOURCE_NAME_TAG, version_tag
 from raystudy.tracking.system_metrics import system_metrics
-from raystudy.tracking.writer import TrialRun
+from raystudy.tracking.trial_run import TrialRun
 from raystudy.trials.common import TrialContext
 from raystudy.trials.single import LocalReporter, run_trial
 

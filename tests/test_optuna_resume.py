@@ -21,9 +21,9 @@ from tiny import LIGHT, SMOKE, tiny
 
 from raystudy.checks import load_spec
 from raystudy.spec.search_space import define_by_run
-from raystudy.study.driver import resume_study
 from raystudy.study.folder import StudyInfo
 from raystudy.study.relocate import relocate_study
+from raystudy.study.resume import resume_study
 from raystudy.study.status import study_status
 from raystudy.tags import AT_STUDY_END, CLOSED_TAG, STOPPED_TAG, TRIAL_ID_TAG
 from raystudy.tune.state import FINISHED

@@ -44,7 +44,7 @@ def test_optuna_searchs_trial_records_are_those_the_resumed_searcher_reads() -> 
 
 
 def test_mlflows_code_dataset_source_type_and_pickle_switch() -> None:
-    """tracking/writer.py names a run's datasets with CodeDatasetSource's source type;
+    """tracking/trial_run.py names a run's datasets with CodeDatasetSource's source type;
     tracking/models.py turns MLflow's unpickling off through the variable its pytorch loader
     reads."""
     import mlflow.pytorch

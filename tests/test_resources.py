@@ -420,8 +420,8 @@ def test_local_ray_has_no_autoscaler_whatever_files_lie_around(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from raystudy.study.driver import trial_resources
     from raystudy.study.folder import StudyError
+    from raystudy.study.setup import trial_resources
 
     # A bootstrap config from some earlier `ray up` in HOME: the monitor of this cluster runs
     # without --autoscaling-config, and that is what counts.

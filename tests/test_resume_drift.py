@@ -18,7 +18,8 @@ from raystudy.study.drift import current_digests, resume_warnings
 from raystudy.study.folder import StudyInfo
 from raystudy.tags import VERSION_TAG
 from raystudy.terminal.runs import warn_of_drift
-from raystudy.tracking.writer import StudyTracker, TrialRun, default_uri
+from raystudy.tracking.study_run import StudyTracker, default_uri
+from raystudy.tracking.trial_run import TrialRun
 
 
 def _recorded_study(tmp_path: Path, overrides: list[str], version: str) -> StudyInfo:

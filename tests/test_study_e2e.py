@@ -129,7 +129,7 @@ def test_spearman_table_is_rank_correlation_with_blanks_for_too_few_trials() -> 
 
 
 def test_trial_resources_fit_the_cluster(ray_local, capsys: pytest.CaptureFixture[str]) -> None:
-    from raystudy.study.driver import trial_resources
+    from raystudy.study.setup import trial_resources
 
     base = load_spec(ROOT / "search_spaces" / "smoke.yaml")  # asks gpu 0.25; this cluster has none
     assert trial_resources(base) == {"cpu": 1.0, "gpu": 0.0}

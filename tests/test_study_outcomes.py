@@ -24,14 +24,16 @@ from tiny import LIGHT, SMOKE, tiny
 
 from raystudy.checks import load_spec
 from raystudy.keys import EVALUATED
-from raystudy.study.driver import StudyOutcome, _finish, check_optuna_study
 from raystudy.study.folder import StudyError, StudyInfo
+from raystudy.study.outcome import StudyOutcome, _finish
 from raystudy.study.report import WARNING, outcome_report
+from raystudy.study.setup import check_optuna_study
 from raystudy.study.status import study_status
 from raystudy.tags import ROLE_TAG, STOPPED_TAG, TRIAL_ID_TAG, TRIAL_ROLE, equals
-from raystudy.tracking.writer import StudyTracker, default_uri
-from raystudy.tune.adapter import make_searcher, time_budget
+from raystudy.tracking.study_run import StudyTracker, default_uri
+from raystudy.tune.adapter import make_searcher
 from raystudy.tune.state import FINISHED, TUNE_DIR, fit_outcomes, trial_outcome
+from raystudy.tune.stopping import time_budget
 
 FINISHED_RESULT = {"trial_id": "a", "step": 16.0, EVALUATED: 1.0, "done": True}
 ASHA_RESULT = {"trial_id": "b", "step": 4.0, "train/loss": 9.0, "done": True}

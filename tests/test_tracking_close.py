@@ -7,7 +7,8 @@ from pathlib import Path
 from mlflow import MlflowClient
 
 from raystudy.tags import CLOSED_TAG, EARLIER_ERROR_TAG, ERROR_TAG
-from raystudy.tracking.writer import StudyTracker, TrialRun, default_uri
+from raystudy.tracking.study_run import StudyTracker, default_uri
+from raystudy.tracking.trial_run import TrialRun
 from raystudy.trials.common import closing_runs_on_exit
 
 

@@ -13,7 +13,8 @@ import pytest
 from mlflow_server import MlflowServer, free_port
 
 from raystudy.tracking.retry import TrackingRejected, TrackingUnreachable, check_reachable
-from raystudy.tracking.writer import StudyTracker, TrialRun
+from raystudy.tracking.study_run import StudyTracker
+from raystudy.tracking.trial_run import TrialRun
 
 
 def test_a_database_that_answers_refuses_and_one_that_does_not_is_unreachable(postgres) -> None:

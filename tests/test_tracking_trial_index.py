@@ -10,8 +10,9 @@ import pytest
 import sqlalchemy
 
 from raystudy.tags import TRIAL_ID_TAG
+from raystudy.tracking.study_run import StudyTracker
 from raystudy.tracking.trial_index import TRIAL_ID_INDEX, ensure_trial_id_index
-from raystudy.tracking.writer import StudyTracker, TrialRun
+from raystudy.tracking.trial_run import TrialRun
 
 
 def _open(uri: str, tracker: StudyTracker, trial_id: str) -> TrialRun:

@@ -27,8 +27,9 @@ from raystudy.models.params import trial_params
 from raystudy.spec import TrialConfig
 from raystudy.study.folder import StudyInfo
 from raystudy.tags import EXPERIMENT_KIND_TAG, MODEL_TRAINING_KIND, TRIAL_RUNS
+from raystudy.tracking.study_run import StudyTracker, default_uri
+from raystudy.tracking.trial_run import TrialRun
 from raystudy.tracking.ui_view import PARAM_COLUMNS, view_tag, write_study_view
-from raystudy.tracking.writer import StudyTracker, TrialRun, default_uri
 
 #: (objective, beta, seed) of each trial, and the scores it logs.
 TRIALS = [("beta_vae", 1.0, 0), ("beta_vae", 4.0, 1), ("factor_vae", None, 2)]

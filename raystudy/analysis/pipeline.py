@@ -304,7 +304,7 @@ def analyze_study(
     as it starts.
     """
     from raystudy.study.folder import SPEC_FILE, StudyInfo
-    from raystudy.tracking.writer import StudyTracker
+    from raystudy.tracking.study_run import StudyTracker
 
     say = progress or _silent
     info = StudyInfo.read(study_dir)

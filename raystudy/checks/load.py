@@ -11,7 +11,7 @@ from typing import Any
 
 from raystudy.checks.composition import composition_problems
 from raystudy.checks.data import data_problems
-from raystudy.checks.decoder_test import decoder_test_problems
+from raystudy.checks.decoder_rebalance import decoder_test_problems
 from raystudy.checks.metrics import readout_problems, search_metric_problems
 from raystudy.checks.model_options import foreign_option_problems
 from raystudy.checks.names import known_names, known_options

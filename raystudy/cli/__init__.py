@@ -36,7 +36,7 @@ app = typer.Typer(
 
 def _version(shown: bool) -> None:
     if shown:
-        from raystudy.study.driver import code_version
+        from raystudy.study.setup import code_version
 
         typer.echo(f"raystudy {code_version()}")
         raise typer.Exit()

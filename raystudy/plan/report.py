@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from raystudy.plan.estimate import Plan
+from raystudy.plan.result import Plan
 
 #: Kinds listed one per line; the rest are summed in one line.
 SHOWN_KINDS = 12

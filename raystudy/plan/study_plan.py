@@ -13,8 +13,9 @@ from pathlib import Path
 from raystudy.checks import load_spec
 from raystudy.plan.cache import CalibrationCache, default_path
 from raystudy.plan.calibrate import Progress, calibration_budget
-from raystudy.plan.estimate import MeasuredRun, make_plan
+from raystudy.plan.estimate import make_plan
 from raystudy.plan.report import format_plan, plan_data
+from raystudy.plan.result import MeasuredRun
 from raystudy.spec import OptionError
 
 

@@ -17,7 +17,13 @@ from pathlib import Path
 
 import torch
 
-from raystudy.evaluate import MLFLOW_SCHEMES, EncoderError, EncoderScores, encoder_scores
+from raystudy.evaluate import (
+    MLFLOW_SCHEMES,
+    EncoderError,
+    EncoderScores,
+    encoder_scores,
+    evaluation_setup,
+)
 from raystudy.spec import OptionError, parse_options, parse_yaml
 from raystudy.study.folder import STUDY_FILE, StudyInfo, study_path
 from raystudy.study.report import PROBLEM, Line, Report
@@ -126,18 +132,16 @@ def evaluate_beside(
         where = torch.device(device)
     except RuntimeError as exc:
         raise OptionError(f"--device {device!r}: {exc}") from None
-    scored = encoder_scores(
-        encoder,
+    setup = evaluation_setup(
         dataset,
         split_value,
         evaluation,
         metrics=names(metrics),
         probes=names(probes),
         dataset_options=dataset_options,
-        tracking_uri=store.uri,
-        device=where,
-        n_jobs=n_jobs,
-        progress=progress,
+    )
+    scored = encoder_scores(
+        encoder, setup, tracking_uri=store.uri, device=where, n_jobs=n_jobs, progress=progress
     )
     if json_path is not None:
         Path(json_path).write_text(json.dumps(dict(sorted(scored.scores.items())), indent=2))

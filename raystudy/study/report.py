@@ -15,7 +15,7 @@ from raystudy.tags import BY_ASHA, STOPPED_TAG
 from raystudy.tune.state import ERROR, OUTCOMES, STOPPED, TUNE_DIR, outcome_word
 
 if TYPE_CHECKING:
-    from raystudy.study.driver import StudyOutcome
+    from raystudy.study.outcome import StudyOutcome
 
 #: A line's style: plain (stdout), a warning (stdout, yellow), an error (stderr, red).
 PLAIN, WARNING, PROBLEM = "plain", "warning", "error"

@@ -27,7 +27,6 @@ from raystudy.models.params import trial_params
 from raystudy.registry import unknown_name_message
 from raystudy.spec import StudySpec, TrialConfig, varying
 from raystudy.spec.url_secrets import expand
-from raystudy.study.driver import trial_resources
 from raystudy.study.folder import (
     ClusterUnavailable,
     StudyError,
@@ -37,6 +36,7 @@ from raystudy.study.folder import (
 )
 from raystudy.study.lock import driver_lock, refuse_if_driven
 from raystudy.study.report import PROBLEM, WARNING, Line, Report
+from raystudy.study.setup import trial_resources
 from raystudy.tags import MODEL_ERROR_TAG, MODEL_TAG
 from raystudy.tracking.reader import trial_runs
 from raystudy.trials.rescore import RescoreJob, rescore_run, rescored_names, wanted

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from raystudy.checks import load_spec
 from raystudy.spec import OptionError, SpecError, StudySpec
-from raystudy.study.driver import check_search_method
+from raystudy.study.setup import check_search_method
 from raystudy.tracking.retry import shown
 
 #: Where a tracking URI given without a spec field came from, as messages name it.

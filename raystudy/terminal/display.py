@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import time
-from types import TracebackType
 from typing import TextIO
 
 from rich.console import Console
@@ -88,12 +87,7 @@ class StudyDisplay:
             self._task = self._progress.add_task("trials", total=self.total, states="", eta="")
         return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:  # stops the same way whatever ended it
         if self._progress is not None:
             self._refresh()
             self._progress.stop()

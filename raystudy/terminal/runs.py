@@ -12,15 +12,12 @@ from mlflow.exceptions import MlflowException
 
 from raystudy.spec import StudySpec
 from raystudy.study.drift import resume_warnings
-from raystudy.study.driver import (
-    StudyOutcome,
-    code_version,
-    restore_tune_state,
-    resume_study,
-    run_study,
-)
+from raystudy.study.driver import run_study
 from raystudy.study.folder import StudyInfo, load_study_spec
 from raystudy.study.lock import refuse_if_driven
+from raystudy.study.outcome import StudyOutcome
+from raystudy.study.resume import restore_tune_state, resume_study
+from raystudy.study.setup import code_version
 from raystudy.terminal import log_path, watched
 from raystudy.tracking.retry import TrackingRejected, TrackingUnreachable
 

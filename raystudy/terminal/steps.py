@@ -5,7 +5,6 @@ Written to stderr, so that the command's own output can be piped alone."""
 from __future__ import annotations
 
 import time
-from types import TracebackType
 
 from rich.console import Console
 from rich.markup import escape
@@ -34,11 +33,6 @@ class StepLines:
         else:
             self.console.print(escape(line), soft_wrap=True)
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:  # stops the same way whatever ended it
         if self._status is not None:
             self._status.stop()

@@ -27,8 +27,8 @@ from raystudy.tags import (
     STUDY_TAG,
     VERSION_TAG,
 )
+from raystudy.tracking.batches import MAX_PARAMS, chunks, log_metrics
 from raystudy.tracking.retry import refusing, retry_busy
-from raystudy.tracking.writer import _MAX_PARAMS, _chunks, log_metrics
 
 
 def external_params(config: TrialConfig) -> dict[str, str]:
@@ -76,7 +76,7 @@ def log_external_run(
         run_id = run.info.run_id
         params = [Param(k, v) for k, v in external_params(config).items()]
         params.append(Param("encoder", encoder[:6000]))
-        for chunk in _chunks(params, _MAX_PARAMS):
+        for chunk in chunks(params, MAX_PARAMS):
             retry_busy(lambda chunk=chunk: client.log_batch(run_id, params=chunk))
         log_metrics(client, run_id, results, step=0)
         retry_busy(lambda: client.set_terminated(run_id, status=RUN_FINISHED))

@@ -7,7 +7,7 @@ from __future__ import annotations
 from raystudy.tags import FROM_TUNE, RUN_FINISHED, SYNCED_TAG
 from raystudy.tracking.reader import RunRecord
 from raystudy.tracking.retry import TrackingUnreachable, reaching
-from raystudy.tracking.writer import TrialRun
+from raystudy.tracking.trial_run import TrialRun
 
 
 def sync_run(uri: str, experiment_id: str, parent_run_id: str | None, record: RunRecord) -> bool:

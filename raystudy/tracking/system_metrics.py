@@ -26,7 +26,7 @@ from contextlib import contextmanager
 
 from raystudy.keys import SYSTEM, system_key
 from raystudy.spec.url_secrets import expand
-from raystudy.tracking.writer import TrialRun
+from raystudy.tracking.trial_run import TrialRun
 
 SAMPLING_INTERVAL_S = 10.0
 SAMPLES_PER_POINT = 6

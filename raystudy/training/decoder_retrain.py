@@ -18,9 +18,9 @@ combinations alone map the held-out ones where the frozen decoder renders them? 
 ground-truth decoder (gt_decoder, fed the true factors) goes through the decoder arm as the
 reference from perfect codes; it has no encoder for the other arm.
 
-`retrain_decoder` (the decoder arm): a copy of the model whose decoder starts from `decoder`
-(a freshly built one re-initialises it, as the paper does; None fine-tunes the trained one)
-and learns, for `steps` steps of Adam at `lr` (default `config.lr`) on batches of
+`retrain_arm("decoder", ...)` (the decoder arm): a copy of the model whose decoder starts from
+`start` (a freshly built one re-initialises it, as the paper does; None fine-tunes the trained
+one) and learns, for `steps` steps of Adam at `lr` (default `config.lr`) on batches of
 `config.batch_size` clean images of the split's encoder set, loss = mean_i -log p(x_i | z_i)
 (Bernoulli, summed over pixels) with z_i ~ q(z | x_i) a sample of the frozen posterior.
 Samples, not the means: with the encoder frozen the paper's loss is this term alone (the KL
@@ -28,8 +28,8 @@ and any penalty on the encoder are constants; its model samples z in training), 
 eval/recon, which the test's NLLs stand beside, decodes one posterior sample too. For
 gt_decoder the code is the normalised true factors, as in its training.
 
-`retrain_encoder` (the encoder arm): a copy whose encoder starts from `encoder` (fresh, or None
-to fine-tune) and learns with the decoder frozen, loss = mean_i [-log p(x_i | z_i) +
+`retrain_arm("encoder", ...)` (the encoder arm): a copy whose encoder starts from `start`
+(fresh, or None to fine-tune) and learns with the decoder frozen, loss = mean_i [-log p(x_i | z_i) +
 beta KL(q(z | x_i) || N(0, I))], z_i a sample (the code's `GaussianVAELoss` at its default
 beta 1, whatever the model was trained with).
 
@@ -47,7 +47,7 @@ retraining runs the model's balanced matching instead, whose balance weight (0.0
 pair) rarely changes the choice.
 
 Knows neither Ray, MLflow nor the scoring: the trial scores the returned model with the same
-images and code as eval/recon and eval/recon_heldout (`raystudy.trials.decoder_test`).
+images and code as eval/recon and eval/recon_heldout (`raystudy.trials.decoder_arms`).
 """
 
 from __future__ import annotations
@@ -64,6 +64,7 @@ from raystudy.data import GroundTruthDataset, Split
 from raystudy.models import VAE, Batch
 from raystudy.models.vae import bernoulli_nll, gaussian_kl, reconstruction_logits
 from raystudy.spec import TrainConfig
+from raystudy.spec.trial_config import DecoderTestArm
 from raystudy.training.balanced import ShapeBalancedSampler
 from raystudy.training.loop import BatchSampler, TrainingDiverged
 
@@ -91,66 +92,14 @@ def single_image_model(model: VAE) -> VAE:
     return single
 
 
-def retrain_decoder(
+def retrain_arm(
+    arm: DecoderTestArm,
     model: VAE,
     dataset: GroundTruthDataset,
     split: Split,
     config: TrainConfig,
     steps: int,
-    decoder: nn.Module | None = None,
-    *,
-    seed: int,
-    device: torch.device,
-    rebalance: bool = False,
-    lr: float | None = None,
-) -> tuple[VAE, list[dict[str, float]]]:
-    """The decoder arm: a copy of `model` whose decoder was trained `steps` steps on its frozen
-    encoder's codes of the split's encoder set (see the module doc), and the history of that
-    training: per `config.report_every` steps, `{"step", "recon", "loss"}`, means since the
-    last report. `model` itself is not changed.
-
-    `decoder`: the decoder to start from, of the model's decoder's shape (copied); a freshly
-    built one re-initialises it, as Montero et al. (2022) do. None fine-tunes the trained one.
-    Raises `TrainingDiverged` when the loss is not finite at a report.
-    """
-    tested = single_image_model(model).to(device)
-    if decoder is not None:
-        tested.decoder.load_state_dict(decoder.state_dict())  # also checks it is the same shape
-        # Buffers are no weights: the re-initialised decoder keeps the phase the model trained
-        # in (CascadeVAE's `discrete` flag, the only decoder buffer here).
-        trained = dict(model.decoder.named_buffers())
-        with torch.no_grad():
-            for name, buffer in tested.decoder.named_buffers():
-                buffer.copy_(trained[name])
-
-    def terms(net: VAE, batch: Batch) -> dict[str, torch.Tensor]:
-        logits = reconstruction_logits(net, decoder_input(net, batch), batch.targets)
-        recon = bernoulli_nll(logits, batch.targets).mean()
-        return {"loss": recon, "recon": recon}
-
-    return _retrain(
-        tested,
-        tested.decoder,
-        tested.encoder,
-        terms,
-        dataset,
-        split,
-        config,
-        steps,
-        seed=seed,
-        device=device,
-        rebalance=rebalance,
-        lr=lr,
-    )
-
-
-def retrain_encoder(
-    model: VAE,
-    dataset: GroundTruthDataset,
-    split: Split,
-    config: TrainConfig,
-    steps: int,
-    encoder: nn.Module | None = None,
+    start: nn.Module | None = None,
     *,
     seed: int,
     device: torch.device,
@@ -158,35 +107,55 @@ def retrain_encoder(
     lr: float | None = None,
     beta: float = 1.0,
 ) -> tuple[VAE, list[dict[str, float]]]:
-    """The encoder arm: a copy of `model` whose encoder was trained `steps` steps against its
-    frozen decoder with the VAE loss (reconstruction + `beta` KL; see the module doc), and the
-    history, per report, `{"step", "recon", "kl", "loss"}`. `model` itself is not changed.
+    """One arm of the decoder test: a copy of `model` whose `arm` part was trained `steps`
+    steps with the other part frozen (see the module doc), and the history of that training:
+    per `config.report_every` steps, the means since the last report of `{"step", "recon",
+    "loss"}` (and "kl" in the encoder arm). `model` itself is not changed.
 
-    `encoder`: the encoder to start from (copied); a freshly built one re-initialises it, as
-    Montero et al. (2022) do; None fine-tunes the trained one. ValueError for a model whose
-    code is the ground truth (gt_decoder): it has no encoder. Raises `TrainingDiverged` when
-    the loss is not finite at a report.
+    The decoder arm trains the decoder on the frozen encoder's codes of the split's encoder
+    set; the encoder arm trains the encoder against the frozen decoder with the VAE loss
+    (reconstruction + `beta` KL). `start`: the part to start from, of the model's part's
+    shape (copied); a freshly built one re-initialises it, as Montero et al. (2022) do; None
+    fine-tunes the trained one. ValueError for the encoder arm of a model whose code is the
+    ground truth (gt_decoder): it has no encoder. Raises `TrainingDiverged` when the loss is
+    not finite at a report.
     """
-    if model.code_is_ground_truth:
+    if arm == "encoder" and model.code_is_ground_truth:
         raise ValueError(
             "the decoder test's encoder arm retrains an image encoder; this model's code is "
             "the ground-truth factors (gt_decoder), it has none"
         )
     tested = single_image_model(model).to(device)
-    if encoder is not None:
-        tested.encoder.load_state_dict(encoder.state_dict())  # also checks it is the same shape
+    trained, frozen = (
+        (tested.decoder, tested.encoder) if arm == "decoder" else (tested.encoder, tested.decoder)
+    )
+    if start is not None:
+        trained.load_state_dict(start.state_dict())  # also checks it is the same shape
+    if start is not None and arm == "decoder":
+        # Buffers are no weights: the re-initialised decoder keeps the phase the model trained
+        # in (CascadeVAE's `discrete` flag, the only decoder buffer here).
+        kept = dict(model.decoder.named_buffers())
+        with torch.no_grad():
+            for name, buffer in tested.decoder.named_buffers():
+                buffer.copy_(kept[name])
 
-    def terms(net: VAE, batch: Batch) -> dict[str, torch.Tensor]:
+    def decoder_terms(net: VAE, batch: Batch) -> dict[str, torch.Tensor]:
+        logits = reconstruction_logits(net, decoder_input(net, batch), batch.targets)
+        recon = bernoulli_nll(logits, batch.targets).mean()
+        return {"loss": recon, "recon": recon}
+
+    def encoder_terms(net: VAE, batch: Batch) -> dict[str, torch.Tensor]:
         mu, logvar = net.encode(batch.inputs)
         z = net.reparameterize(mu, logvar)
         recon = bernoulli_nll(reconstruction_logits(net, z, batch.targets), batch.targets).mean()
         kl = gaussian_kl(mu, logvar).sum(dim=1).mean()
         return {"loss": recon + beta * kl, "recon": recon, "kl": kl}
 
+    terms = decoder_terms if arm == "decoder" else encoder_terms
     return _retrain(
         tested,
-        tested.encoder,
-        tested.decoder,
+        trained,
+        frozen,
         terms,
         dataset,
         split,

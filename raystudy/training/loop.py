@@ -122,26 +122,25 @@ class BatchSampler:
         dataset: GroundTruthDataset,
         split: Split,
         config: TrainConfig,
-        pair_k: PairK | None,
+        objective: Objective,
         device: torch.device,
         rng: np.random.Generator,
         memory_format: torch.memory_format = torch.contiguous_format,
-        triples: bool = False,
-        laplace_rate: float | None = None,
     ) -> BatchSampler:
-        """The sampler a training run with `config` draws its batches from."""
+        """The sampler a training run of `objective` with `config` draws its batches from: the
+        pairs (`pair_k`, `laplace_rate`) or triples it trains on."""
         return cls(
             dataset,
             split,
             config.batch_size,
-            pair_k,
+            objective.pair_k,
             config.input_noise,
             device,
             rng,
             noise_sd=(config.input_noise_pixel_sd, config.input_noise_grey_sd),
             memory_format=memory_format,
-            triples=triples,
-            laplace_rate=laplace_rate,
+            triples=objective.triples,
+            laplace_rate=objective.laplace_rate,
         )
 
     def _images(self, indices: np.ndarray) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -282,15 +281,7 @@ def train(
         step = int(resume_from["step"])
 
     sampler = BatchSampler.for_training(
-        dataset,
-        split,
-        config,
-        objective.pair_k,
-        device,
-        rng,
-        memory_format=layout,
-        triples=objective.triples,
-        laplace_rate=objective.laplace_rate,
+        dataset, split, config, objective, device, rng, memory_format=layout
     )
     window = ReportWindow(1, device, [history])
     history = window.histories[0]

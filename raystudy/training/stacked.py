@@ -26,11 +26,11 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 import torch
-from torch import nn
+from torch import Tensor, nn
 from torch.func import functional_call, stack_module_state, vmap
 
 from raystudy.data import GroundTruthDataset, Split
@@ -105,6 +105,28 @@ def stack_weights(objectives: list[Objective]) -> dict[str, list[float]]:
             )
         varying[name] = [float(v) for v in values]
     return varying
+
+
+class _StepInputs(NamedTuple):
+    """What one step hands the S models' loss: each field holds every model's value along its
+    first dimension (the loss weights may be lists of floats), which vmap slices for each model
+    (a NamedTuple is one of its pytrees) and `model` slices by hand."""
+
+    params: dict[str, Tensor]
+    buffers: dict[str, Tensor]
+    tensors: dict[str, Tensor]
+    draws: list[Tensor]
+    weights: dict[str, Any]
+
+    def model(self, s: int) -> _StepInputs:
+        """Model `s`'s slice of every field."""
+        return _StepInputs(
+            {k: v[s] for k, v in self.params.items()},
+            {k: v[s] for k, v in self.buffers.items()},
+            {k: v[s] for k, v in self.tensors.items()},
+            [d[s] for d in self.draws],
+            {k: v[s] for k, v in self.weights.items()},
+        )
 
 
 @dataclass
@@ -234,17 +256,7 @@ def train_stacked(
         step = int(resume_from["step"])
 
     samplers = [
-        BatchSampler.for_training(
-            dataset,
-            split,
-            config,
-            objective.pair_k,
-            device,
-            rng,
-            triples=objective.triples,
-            laplace_rate=objective.laplace_rate,
-        )
-        for rng in rngs
+        BatchSampler.for_training(dataset, split, config, objective, device, rng) for rng in rngs
     ]
     sample = _StackedSampler(samplers, gens, config.input_noise)
     # Which posterior draws one forward pass makes (count and shapes): a dry run of model 0 on
@@ -256,17 +268,13 @@ def train_stacked(
         terms = objective(models[0], probe_batch, step=0, kl_weight=1.0)
     draw_shapes, names = recorded.shapes, list(terms.scalars())
 
-    def one_model(
-        p: dict[str, torch.Tensor],
-        b: dict[str, torch.Tensor],
-        tensors: dict[str, torch.Tensor],
-        draws: list[torch.Tensor],
-        w: dict[str, Any],
-        step: int,
-        kl_weight: float,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        with noise_tape(draws):
-            return functional_call(template, (p, b), (tensors, step, kl_weight, w))
+    def one_model(inputs: _StepInputs, step: int, kl_weight: float) -> tuple[Tensor, Tensor]:
+        with noise_tape(inputs.draws):
+            return functional_call(
+                template,
+                (inputs.params, inputs.buffers),
+                (inputs.tensors, step, kl_weight, inputs.weights),
+            )
 
     unbatchable = objective.unbatchable_from < config.steps
     if batching == "auto":
@@ -279,7 +287,7 @@ def train_stacked(
         )
     per_model_weights: dict[str, Any]
     if batching == "vmap":
-        batched = vmap(one_model, in_dims=(0, 0, 0, 0, 0, None, None), randomness="error")
+        batched = vmap(one_model, in_dims=(0, None, None), randomness="error")
         per_model_weights = {
             k: torch.tensor(v, dtype=torch.get_default_dtype(), device=device)
             for k, v in weights.items()
@@ -288,27 +296,8 @@ def train_stacked(
         # Python floats, as a lone model's objective holds them.
         per_model_weights = weights
 
-        def batched(
-            p: dict[str, torch.Tensor],
-            b: dict[str, torch.Tensor],
-            tensors: dict[str, torch.Tensor],
-            draws: list[torch.Tensor],
-            w: dict[str, Any],
-            step: int,
-            kl_weight: float,
-        ) -> tuple[torch.Tensor, torch.Tensor]:
-            outs = [
-                one_model(
-                    {k: v[s] for k, v in p.items()},
-                    {k: v[s] for k, v in b.items()},
-                    {k: v[s] for k, v in tensors.items()},
-                    [d[s] for d in draws],
-                    {k: v[s] for k, v in w.items()},
-                    step,
-                    kl_weight,
-                )
-                for s in range(size)
-            ]
+        def batched(inputs: _StepInputs, step: int, kl_weight: float) -> tuple[Tensor, Tensor]:
+            outs = [one_model(inputs.model(s), step, kl_weight) for s in range(size)]
             return torch.stack([o[0] for o in outs]), torch.stack([o[1] for o in outs])
 
     else:
@@ -324,11 +313,7 @@ def train_stacked(
         ]
         draws = [torch.stack([d[i] for d in per_model]) for i in range(len(draw_shapes))]
         losses, scalars = batched(
-            params,
-            buffers,
-            tensors,
-            draws,
-            per_model_weights,
+            _StepInputs(params, buffers, tensors, draws, per_model_weights),
             step,
             kl_warmup(step, config.kl_warmup_steps),
         )

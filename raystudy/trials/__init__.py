@@ -1,3 +1,3 @@
 """Trials: one model (`single`) or a stack of models trained together (`stacked`), from data
 to MLflow runs and Tune reports; what both share is in `common`. They know nothing of Ray:
-`raystudy.tune.adapter` hands them a `Reporter` that forwards to Tune."""
+`raystudy.tune.trainable` hands them a `Reporter` that forwards to Tune."""

@@ -10,15 +10,16 @@ import json
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
-from functools import partial
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 import torch
 
-from raystudy import artifacts
+from raystudy.artifacts.figures import draw_figures
+from raystudy.artifacts.reconstructions import draw_reconstructions, reconstruction_strip
+from raystudy.artifacts.subject import Subject
 from raystudy.data import GroundTruthDataset, Split
 from raystudy.data.split_registry import split_tag
 from raystudy.disk_full import is_disk_full
@@ -41,7 +42,7 @@ from raystudy.tags import (
     TIMED_OUT_TAG,
     VERSION_TAG,
 )
-from raystudy.tracking.writer import TrialRun
+from raystudy.tracking.trial_run import TrialRun
 from raystudy.training.loop import TrainingDiverged
 from raystudy.trials.time_limit import TrialTimedOut, time_limit
 
@@ -123,23 +124,13 @@ class StudyContext:
         return {"cpu": self.cpus, "gpu": self.gpu}
 
     def trial(self, trial_id: str, trial_name: str, node: str, gpu_ids: str) -> TrialContext:
-        """The context of one trial of the study, placed on `node` with `gpu_ids`."""
+        """The context of one trial of the study, placed on `node` with `gpu_ids`: every field
+        the two contexts share is the study's."""
+        shared = {
+            f.name: getattr(self, f.name) for f in fields(TrialContext) if hasattr(self, f.name)
+        }
         return TrialContext(
-            tracking_uri=self.tracking_uri,
-            experiment_id=self.experiment_id,
-            parent_run_id=self.parent_run_id,
-            study=self.study,
-            trial_id=trial_id,
-            trial_name=trial_name,
-            cpus=self.cpus,
-            code_version=self.code_version,
-            node=node,
-            gpu_ids=gpu_ids,
-            log_models=self.log_models,
-            register_models=self.register_models,
-            system_metrics=self.system_metrics,
-            log_artifacts=self.log_artifacts,
-            time_limit_s=self.time_limit_s,
+            **shared, trial_id=trial_id, trial_name=trial_name, node=node, gpu_ids=gpu_ids
         )
 
 
@@ -246,81 +237,24 @@ def closing_runs_on_exit(still_open: Callable[[], Iterable[TrialRun]]) -> Iterat
 
 
 def log_artifacts(
-    run: TrialRun,
-    model: VAE,
-    dataset: GroundTruthDataset,
-    split: Split,
-    config: TrialConfig,
-    device: torch.device,
-    fixed: FixedSample | None = None,
+    run: TrialRun, subject: Subject, config: TrialConfig, fixed: FixedSample | None = None
 ) -> None:
     """The trial config, inputs over reconstructions (of the encoder's training distribution,
-    and of each held-out set of the split: `artifacts.draw_heldout_reconstructions`), latent
-    traversals, the held-out codes' projection (`artifacts.draw_latent_projection`), a
-    composition model's trials (`artifacts.draw_composition_trials`) and (when DCI is
-    evaluated) its importance matrix as a Hinton diagram, for the MLflow UI.
+    and of each held-out set of the split), latent traversals, the held-out codes' projection,
+    a composition model's trials and (when DCI is evaluated) its importance matrix as a Hinton
+    diagram, for the MLflow UI (`raystudy.artifacts`).
 
     The figures only explain numbers already logged: one that cannot be drawn is recorded in
     the tag `raystudy.artifact_error` instead of failing a trained and evaluated trial.
     """
-    seed = config.evaluation.seed
-    idx = split.sample("encoder", 8, np.random.default_rng([seed, 4]))
-    x, recon = artifacts.reconstruct(model, dataset, idx, device, "sim")
-    strip = np.stack([x, recon])
+    idx = subject.split.sample("encoder", 8, np.random.default_rng([subject.seed, 4]))
+    strip = reconstruction_strip(subject, idx)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         config_path = folder / "trial_config.json"
         config_path.write_text(json.dumps(config.model_dump(mode="json"), indent=2))
         run.log_artifact(config_path)
-        recon_png = folder / "reconstructions.png"
-        artifacts.grid_figure(
-            strip,
-            ["input", "reconstruction"],
-            [""] * strip.shape[1],
-            "inputs of the encoder's training set and their reconstructions "
-            "(decoder mean of the posterior mean)",
-        ).savefig(recon_png, dpi=110)
-        run.log_artifact(recon_png)
-        traversals = partial(artifacts.draw_traversals, folder, model, dataset, idx, device)
-        heldout = partial(
-            artifacts.draw_heldout_reconstructions, folder, model, dataset, split, seed, device
-        )
-        gif = partial(artifacts.draw_traversal_gif, folder, model, dataset, idx, device)
-        projection = partial(
-            artifacts.draw_latent_projection, folder, model, dataset, split, seed, device
-        )
-        composition = partial(
-            artifacts.draw_composition_trials, folder, model, dataset, split, seed, device
-        )
-        drawers: list[tuple[str, Callable[[], Path | list[Path] | None]]] = [
-            ("traversals", traversals),
-            ("traversals_gif", gif),
-            ("heldout_reconstructions", heldout),
-            ("latent_projection", projection),
-            ("composition_trials", composition),
-        ]
-        if "dci" in config.evaluation.metrics:
-            hinton = partial(
-                artifacts.draw_dci_importance,
-                folder,
-                model,
-                dataset,
-                split,
-                config,
-                device,
-                fixed,
-            )
-            drawers.append(("dci_importance", hinton))
-        errors = []
-        for name, draw in drawers:
-            try:
-                drawn = draw()
-            except Exception as exc:  # recorded on the run: see the docstring
-                if is_disk_full(exc):  # the trial cannot be recorded whole: it fails
-                    raise
-                errors.append(f"{name}: {type(exc).__name__}: {exc}")
-                continue
-            for path in [drawn] if isinstance(drawn, Path) else drawn or []:
-                run.log_artifact(path)
+        run.log_artifact(draw_reconstructions(folder, strip))
+        errors = draw_figures(folder, subject, idx, config.evaluation, fixed, run.log_artifact)
         if errors:
             run.set_tags({ARTIFACT_ERROR_TAG: "; ".join(errors)[:5000]})

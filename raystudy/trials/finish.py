@@ -10,20 +10,21 @@ from dataclasses import dataclass, field
 
 import torch
 
+from raystudy.artifacts.subject import Subject
 from raystudy.data import GroundTruthDataset, Split, get_dataset
 from raystudy.models import VAE, Objective
 from raystudy.phases import phase
 from raystudy.scoring import score_model
 from raystudy.spec import TrialConfig
 from raystudy.tags import INVALID_SCORES_TAG
-from raystudy.tracking.writer import TrialRun
+from raystudy.tracking.trial_run import TrialRun
 from raystudy.trials.common import (
     TrialContext,
     build_seeded,
     cost_params,
     log_artifacts,
 )
-from raystudy.trials.decoder_test import decoder_test_scores
+from raystudy.trials.decoder_arms import decoder_test_scores
 from raystudy.trials.logged_model import log_trained_model
 
 
@@ -91,7 +92,8 @@ def finish_model(
     results |= tested
     if ctx.log_artifacts:
         with phase("figures"):
-            log_artifacts(run, model, dataset, split, config, device, results.fixed)
+            subject = Subject(model, dataset, split, device, config.evaluation.seed)
+            log_artifacts(run, subject, config, results.fixed)
     with phase("model_export"):
         log_trained_model(run, model, dataset, split, config, ctx)
     return results

@@ -22,7 +22,7 @@ from raystudy.models.params import model_params, trial_params
 from raystudy.spec import TrialConfig
 from raystudy.tags import MODEL_ERROR_TAG, MODEL_TAG, STUDY_TAG
 from raystudy.tracking.models import registered_model_name
-from raystudy.tracking.writer import TrialRun
+from raystudy.tracking.trial_run import TrialRun
 from raystudy.trials.common import TrialContext
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from mlflow.entities import Metric, RunTag
 from mlflow.tracking import MlflowClient
 
-from raystudy.evaluate import encoder_scores
+from raystudy.evaluate import encoder_scores, evaluation_setup
 from raystudy.keys import FINAL_PREFIXES
 from raystudy.spec import TrialConfig
 from raystudy.spec.url_secrets import expand
@@ -61,16 +61,16 @@ def rescore_run(job: RescoreJob, device: str = "cpu") -> dict[str, float]:
     the scores."""
     config = job.config
     split = config.split if isinstance(config.split, str) else dict(config.split)
-    scored = encoder_scores(
-        f"runs:/{job.run_id}/model",
+    setup = evaluation_setup(
         config.dataset.name,
         split,
         config.evaluation,
         metrics=list(job.metrics),
         probes=list(job.probes),
         dataset_options=config.dataset.options,
-        tracking_uri=job.tracking_uri,
-        device=device,
+    )
+    scored = encoder_scores(
+        f"runs:/{job.run_id}/model", setup, tracking_uri=job.tracking_uri, device=device
     )
     client = MlflowClient(expand(job.tracking_uri))
     run = client.get_run(job.run_id)

@@ -1,7 +1,7 @@
 """One trial end to end: data, split, training, scoring, artifacts, report.
 
-Knows nothing of Ray: `raystudy.tune.adapter` hands it a `Reporter` that forwards results and
-checkpoints to Tune. Every metric goes to MLflow through `tracking.writer` as soon as it exists,
+Knows nothing of Ray: `raystudy.tune.trainable` hands it a `Reporter` that forwards results and
+checkpoints to Tune. Every metric goes to MLflow through `tracking.trial_run` as soon as it exists,
 so a trial that fails later loses nothing already measured.
 """
 
@@ -17,7 +17,7 @@ from raystudy.scoring import build_split, split_run_params
 from raystudy.spec import TrialConfig
 from raystudy.tags import RUN_FINISHED
 from raystudy.tracking.system_metrics import system_metrics
-from raystudy.tracking.writer import TrialRun
+from raystudy.tracking.trial_run import TrialRun
 from raystudy.training.loop import train
 from raystudy.trials.common import (
     Reporter,

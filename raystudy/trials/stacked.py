@@ -26,7 +26,7 @@ from raystudy.scoring import build_split, split_run_params
 from raystudy.spec import TrialConfig
 from raystudy.tags import RUN_FAILED, RUN_FINISHED, STACK_TAG
 from raystudy.tracking.system_metrics import system_metrics
-from raystudy.tracking.writer import TrialRun
+from raystudy.tracking.trial_run import TrialRun
 from raystudy.training.loop import TrainingDiverged
 from raystudy.training.stacked import train_stacked
 from raystudy.trials.common import (

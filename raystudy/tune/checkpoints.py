@@ -5,7 +5,7 @@ Tune keeps each trial's two newest checkpoints (`CheckpointConfig(num_to_keep=2)
 `<trial dir>/checkpoint_<index>/state.pt` and hands a restarted trial only the newest. A
 newest file that `torch.load` cannot read would fail the trial at every retry, although the
 one before it is intact; this reads the newest readable one instead and says which it took.
-No Ray import: the adapter passes the newest checkpoint's folder.
+No Ray import: the trainable passes the newest checkpoint's folder.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Resuming a study's Tune run: whether Tune saved one to resume, and the Tuner rebuilt from it.
 
-The study driver (`raystudy.study.driver.resume_study`) decides when to resume and what to say;
+The study driver (`raystudy.study.resume.resume_study`) decides when to resume and what to say;
 what Ray Tune is asked, and how, is here, so that Ray stays inside `raystudy.tune`.
 """
 
@@ -11,7 +11,8 @@ from typing import Any
 
 from raystudy.spec import StudySpec
 from raystudy.trials.common import StudyContext
-from raystudy.tune.adapter import make_trainable, with_progress
+from raystudy.tune.adapter import with_progress
+from raystudy.tune.trainable import make_trainable
 
 
 def can_restore(tune_dir: Path) -> bool:

@@ -174,7 +174,7 @@ def writer(
     """One trial's logging as `run_trial` does it (open by trial id, a row per step), in a
     process of its own; the value of step s is s * 10 + index, so a lost, repeated or
     misfiled point shows. Kept here: a forked process has this module, not Ray, imported."""
-    from raystudy.tracking.writer import TrialRun
+    from raystudy.tracking.trial_run import TrialRun
 
     os.environ.update(env)  # MLflow reads its settings when it is called
     run = TrialRun.open(uri, experiment_id, f"t{index}", f"writer{index}", {"i": index}, {})

@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from raystudy.cli import app
 from raystudy.study.folder import StudyInfo, check_study_dir
-from raystudy.tracking.writer import StudyTracker, default_uri
+from raystudy.tracking.study_run import StudyTracker, default_uri
 
 #: One trial, scored by MIG alone, no probes: a study that runs in seconds.
 ONE = ["grid={seed: [0]}", "evaluation.probes=[]", "resources={cpu: 1, gpu: 0}", LIGHT]

@@ -28,7 +28,8 @@ from raystudy.analysis.columns import RUN_NAME
 from raystudy.checks import load_spec
 from raystudy.cli import app
 from raystudy.keys import SYSTEM, TIME
-from raystudy.study.driver import resume_study, run_study
+from raystudy.study.driver import run_study
+from raystudy.study.resume import resume_study
 from raystudy.tags import SYNCED_TAG
 from raystudy.tracking.retry import shown
 from raystudy.tune.cluster import start_local
@@ -245,7 +246,7 @@ def test_trial_writers_at_once_lose_no_point(
     experiment_id = mlflow.MlflowClient(uri).create_experiment(f"writers-{store}-{writers}x{steps}")
     # Each writer a process of its own, forked from a server that imported MLflow once.
     forks = multiprocessing.get_context("forkserver")
-    forks.set_forkserver_preload(["raystudy.tracking.writer"])  # (and MLflow)
+    forks.set_forkserver_preload(["raystudy.tracking.trial_run"])  # (and MLflow)
     barrier = forks.Barrier(writers)
     procs = [
         forks.Process(target=writer, args=(uri, experiment_id, i, steps, barrier, FILE_STORE))

@@ -26,8 +26,9 @@ from raystudy.analysis.tune_results import load_tune_results
 from raystudy.checks import load_spec
 from raystudy.cli import app
 from raystudy.spec import StudySpec
-from raystudy.study.driver import StudyOutcome, run_study
+from raystudy.study.driver import run_study
 from raystudy.study.folder import StudyInfo
+from raystudy.study.outcome import StudyOutcome
 from raystudy.study.status import study_status
 from raystudy.tags import CHECKPOINT_FALLBACK_TAG, DIVERGED_TAG, ERROR_TAG, TIMED_OUT_TAG
 from raystudy.tune.cluster import start_local

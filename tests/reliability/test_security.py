@@ -33,7 +33,8 @@ from raystudy.data.file_arrays import DatasetFileError
 from raystudy.spec import SpecError
 from raystudy.study.folder import StudyInfo
 from raystudy.tags import ERROR_TAG, STUDY_TAG
-from raystudy.tracking.writer import StudyTracker, TrialRun, default_uri
+from raystudy.tracking.study_run import StudyTracker, default_uri
+from raystudy.tracking.trial_run import TrialRun
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = sorted((ROOT / "raystudy").rglob("*.py")) + sorted((ROOT / "bench").glob("*.py"))

@@ -16,7 +16,7 @@ from raystudy.metrics.reported import decoder_test_arms
 from raystudy.models import VAE
 from raystudy.scoring import eval_scores
 from raystudy.spec import TrialConfig
-from raystudy.training.decoder_retrain import retrain_decoder, retrain_encoder
+from raystudy.training.decoder_retrain import retrain_arm
 from raystudy.trials.common import build_seeded
 
 
@@ -41,9 +41,9 @@ def decoder_test_scores(
     fresh, _ = build_seeded(config, dataset, device)
     scores: dict[str, float] = {}
     for arm in decoder_test_arms(ev.decoder_test_arms, model.code_is_ground_truth):
-        retrain = retrain_decoder if arm == "decoder" else retrain_encoder
         start = fresh.decoder if arm == "decoder" else fresh.encoder
-        tested, _ = retrain(
+        tested, _ = retrain_arm(
+            arm,
             model,
             dataset,
             split,

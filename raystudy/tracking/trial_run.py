@@ -1,24 +1,20 @@
-"""The runs of a study in MLflow: the study's parent run (StudyTracker) and each trial's
-(TrialRun). tracking/ is the only package that writes to MLflow; this module holds the two run
-writers, models.py the logged models, sync.py the runs completed from Tune's record.
+"""The MLflow run of one trial, from its worker process (`TrialRun`).
 
-One experiment per study, one parent run for the study, one run per trial. Trials log from
-their own worker process with `MlflowClient` (not Ray's MLflow callback, which logs on the
-driver synchronously and splits restored trials into two runs), and find their run again by
-the `ray_trial_id` tag, so a retried or restored trial keeps a single run.
+Trials log from their own worker process with `MlflowClient` (not Ray's MLflow callback, which
+logs on the driver synchronously and splits restored trials into two runs), and find their run
+again by the `ray_trial_id` tag, so a retried or restored trial keeps a single run.
 
 A tracking server that stops answering does not stop a study: a trial whose writes cannot reach
 it goes on without them (`TrialRun.offline`), because every result also goes to Tune, whose
-storage the driver logs from when the study ends or resumes (`sync_run`).
+storage the driver logs from when the study ends or resumes (`raystudy.tracking.sync`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sys
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,220 +27,30 @@ from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT
 from raystudy.phases import phase
 from raystudy.spec.url_secrets import expand
 from raystudy.tags import (
-    AT_STUDY_END,
     CLOSED_TAG,
     EARLIER_ERROR_TAG,
     ERROR_TAG,
-    EXPERIMENT_TAGS,
     PARENT_TAG,
     ROLE_TAG,
     RUN_FINISHED,
-    RUN_KILLED,
     RUN_RUNNING,
-    STUDY_ROLE,
-    STUDY_TAG,
     TRIAL_ID_TAG,
     TRIAL_ROLE,
     equals,
-    status_is,
 )
-from raystudy.tracking.reader import trial_runs
+from raystudy.tracking.batches import MAX_METRICS, MAX_PARAMS, chunks
 from raystudy.tracking.retry import (
-    TrackingRejected,
     check_reachable,
     is_unreachable,
-    reaching,
-    refusing,
     retry_busy,
-    shown,
     unreachable_message,
 )
-from raystudy.tracking.trial_index import ensure_trial_id_index
 
 #: The pause before a dataset input refused by a concurrent insert is sent again.
 DATASET_RACE_RETRY_S = 0.2
 
 if TYPE_CHECKING:
     import torch
-
-# MLflow caps one log_batch call at 1000 metrics / 100 params.
-_MAX_METRICS, _MAX_PARAMS = 1000, 100
-
-
-def default_uri(study_dir: Path) -> str:
-    """An absolute sqlite URI: trials run in other working directories, so no relative path."""
-    return f"sqlite:///{(study_dir / 'mlflow.db').resolve()}"
-
-
-def _chunks(items: list[Any], size: int) -> list[list[Any]]:
-    return [items[i : i + size] for i in range(0, len(items), size)]
-
-
-class StudyTracker:
-    """Driver side: the experiment and the study's parent run, created before any trial runs.
-
-    Creating them here, once, matters: a fresh sqlite store hit by several trial processes at
-    once fails its schema migration, and `set_experiment` under concurrency misfiles runs.
-    """
-
-    def __init__(self, uri: str, experiment_id: str, parent_run_id: str) -> None:
-        self.uri, self.experiment_id, self.parent_run_id = uri, experiment_id, parent_run_id
-        self.client = MlflowClient(expand(uri))
-
-    @classmethod
-    def attach(cls, uri: str, experiment_id: str, parent_run_id: str) -> StudyTracker:
-        """The tracker of an existing study, found by reading only (`resume`): raises
-        `TrackingUnreachable` or `TrackingRejected` before anything else starts."""
-        with refusing(uri):
-            check_reachable(uri)
-            tracker = cls(uri, experiment_id, parent_run_id)
-        ensure_trial_id_index(uri)  # a study started before raystudy made it
-        return tracker
-
-    @staticmethod
-    def check(uri: str, study: str) -> None:
-        """Whether `start` can work, by reading only: MLflow supports the URI, the store
-        answers, and no deleted experiment holds the study's name (MLflow keeps deleted
-        names, and refuses new runs in them). Raises `TrackingUnreachable` or
-        `TrackingRejected`; writes nothing (a fresh sqlite store gets its tables)."""
-        with refusing(uri):
-            check_reachable(uri)
-            experiment = MlflowClient(expand(uri)).get_experiment_by_name(study)
-        if experiment is not None and experiment.lifecycle_stage == "deleted":
-            # The commands are for pasting into a shell: never with the store's password.
-            safe = shown(uri)
-            raise TrackingRejected(
-                f"tracking.uri {safe!r}: its experiment {study!r} is deleted, and MLflow keeps "
-                f"the name; restore it (`MLFLOW_TRACKING_URI={safe} mlflow experiments restore "
-                f"--experiment-id {experiment.experiment_id}`), delete it for good (`mlflow gc "
-                f"--backend-store-uri {safe}`), or give the study another name"
-            )
-
-    @classmethod
-    def start(
-        cls, uri: str, study: str, artifact_dir: Path, tags: Mapping[str, str]
-    ) -> StudyTracker:
-        """The study's experiment (created if new) and a new parent run in it. Raises
-        `TrackingUnreachable` or `TrackingRejected`."""
-        with refusing(uri):
-            check_reachable(uri)
-            return cls._start(uri, study, artifact_dir, tags)
-
-    @classmethod
-    def _start(
-        cls, uri: str, study: str, artifact_dir: Path, tags: Mapping[str, str]
-    ) -> StudyTracker:
-        client = MlflowClient(expand(uri))
-        experiment = client.get_experiment_by_name(study)
-        if experiment is None:
-            # A store without a server (sqlite, file, a database such as PostgreSQL) keeps
-            # artifacts in the study folder (MLflow's default, ./mlruns, would be each trial
-            # process's working folder); a tracking server decides itself (it usually proxies
-            # them to its own artifact store).
-            local = not uri.startswith(("http://", "https://", "databricks"))
-            experiment_id = client.create_experiment(
-                study,
-                artifact_location=artifact_dir.resolve().as_uri() if local else None,
-                tags=dict(EXPERIMENT_TAGS),
-            )
-        else:
-            experiment_id = experiment.experiment_id
-        run = client.create_run(
-            experiment_id,
-            run_name=study,
-            tags={ROLE_TAG: STUDY_ROLE, STUDY_TAG: study, **tags},
-        )
-        ensure_trial_id_index(uri)  # MLflow's tables exist now
-        return cls(uri, experiment_id, run.info.run_id)
-
-    def reopen(self) -> None:
-        """Mark the parent run running again (a resumed study)."""
-        check_reachable(self.uri)
-        with reaching(self.uri):
-            self.client.update_run(self.parent_run_id, status=RUN_RUNNING)
-
-    def log_artifact(self, path: Path) -> None:
-        with refusing(self.uri):
-            self.client.log_artifact(self.parent_run_id, str(path))
-
-    def discard(self) -> None:
-        """Delete the parent run of a study that failed while starting: it ran nothing, and
-        left in place it would read as a study in the MLflow UI. Best effort: the error that
-        stopped the study is what the user needs to see."""
-        with contextlib.suppress(Exception):
-            self.client.delete_run(self.parent_run_id)
-
-    def log_analysis(self, files: list[Path], artifact_path: str = "analysis") -> None:
-        """The files of `raystudy analyze` on the parent run; a later analysis replaces them."""
-        with reaching(self.uri):
-            for path in files:
-                self.client.log_artifact(self.parent_run_id, str(path), artifact_path)
-
-    def log_metrics(self, metrics: Mapping[str, float]) -> None:
-        with reaching(self.uri):
-            log_metrics(self.client, self.parent_run_id, metrics, step=0)
-
-    def finish(self, status: str) -> None:
-        with reaching(self.uri):
-            self.client.set_terminated(self.parent_run_id, status=status)
-
-    def close_running_trials(self) -> int:
-        """Mark KILLED every trial run still RUNNING; returns how many.
-
-        Called once Tune has stopped every trial: a run still open then belongs to a trial
-        whose process ended without closing it (a scheduler stopped it while it was busy
-        evaluating, or its worker was killed), and would otherwise read as running forever.
-        """
-        closed = 0
-        with reaching(self.uri):
-            # Listed in full first: closing a run takes it out of the filter being paged.
-            for run in list(trial_runs(self.client, self.experiment_id, status_is(RUN_RUNNING))):
-                self.client.set_tag(run.info.run_id, CLOSED_TAG, AT_STUDY_END)
-                self.client.set_terminated(run.info.run_id, status=RUN_KILLED)
-                closed += 1
-        return closed
-
-    def tag_killed_trials(self, trial_ids: Iterable[str], tag: str, value: str) -> int:
-        """Set `tag`=`value` on the KILLED trial runs of the Tune trials `trial_ids` (a
-        stacked trial's runs are `<trial id>/<model>`); returns how many were tagged.
-
-        The study marks this way the trials its scheduler stopped, which would otherwise read
-        like runs a Ctrl-C or a lost worker cut short.
-        """
-        wanted = set(trial_ids)
-        if not wanted:
-            return 0
-        tagged = 0
-        with reaching(self.uri):
-            for run in trial_runs(self.client, self.experiment_id, status_is(RUN_KILLED)):
-                trial_id = run.data.tags.get(TRIAL_ID_TAG, "").split("/", 1)[0]
-                if trial_id in wanted and run.data.tags.get(tag) != value:
-                    self.client.set_tag(run.info.run_id, tag, value)
-                    tagged += 1
-        return tagged
-
-    def trial_statuses(self) -> dict[str, str]:
-        """Run name (= Tune trial name) -> MLflow status of every trial run (all pages)."""
-        with reaching(self.uri):
-            return {
-                run.info.run_name: run.info.status
-                for run in trial_runs(
-                    self.client,
-                    self.experiment_id,
-                )
-            }
-
-
-def log_metrics(client: MlflowClient, run_id: str, metrics: Mapping[str, float], step: int) -> None:
-    now = int(time.time() * 1000)
-    log_entries(client, run_id, [Metric(k, float(v), now, step) for k, v in metrics.items()])
-
-
-def log_entries(client: MlflowClient, run_id: str, entries: list[Metric]) -> None:
-    """In batches MLflow accepts, each retried on its own while the store is busy (a batch
-    that failed was rolled back; one that succeeded is not sent again)."""
-    for chunk in _chunks(entries, _MAX_METRICS):
-        retry_busy(lambda chunk=chunk: client.log_batch(run_id, metrics=chunk))
 
 
 class TrialRun:
@@ -341,7 +147,7 @@ class TrialRun:
                 lambda: client.create_run(experiment_id, run_name=run_name, tags=all_tags)
             )
             entries = [Param(k, str(v)) for k, v in params.items()]
-            for chunk in _chunks(entries, _MAX_PARAMS):
+            for chunk in chunks(entries, MAX_PARAMS):
                 retry_busy(lambda chunk=chunk: client.log_batch(run.info.run_id, params=chunk))
             return cls(uri, run.info.run_id)
         except Exception as exc:
@@ -375,7 +181,7 @@ class TrialRun:
         self._log([Metric(k, float(v), now, step) for k, v, step in points])
 
     def _log(self, entries: list[Metric]) -> None:
-        for chunk in _chunks(entries, _MAX_METRICS):  # one write each: retried on its own
+        for chunk in chunks(entries, MAX_METRICS):  # one write each: retried on its own
             self._write(lambda chunk=chunk: self.client.log_batch(self.run_id, metrics=chunk))
 
     def set_tags(self, tags: Mapping[str, str]) -> None:
