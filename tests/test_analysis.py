@@ -11,6 +11,7 @@ import matplotlib.image
 import numpy as np
 import pandas as pd
 import pytest
+from planted_tables import NULL, PLANTED, SCENARIOS, planted_results, planted_rho
 from scipy.stats import spearmanr
 
 from raystudy.analysis.columns import RUN_NAME
@@ -27,7 +28,6 @@ from raystudy.analysis.pipeline import Settings, StudyAnalysis, compute, write_a
 from raystudy.analysis.results import finished
 from raystudy.analysis.selection import selection_table
 from raystudy.analysis.summary import format_summary
-from raystudy.analysis.synthetic import NULL, PLANTED, SCENARIOS, planted_results, planted_rho
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from planted_tables import planted_results
 from scipy.stats import spearmanr
 
 from raystudy.analysis.agreement import headline_columns, metric_agreement, objective_spread
@@ -20,7 +21,6 @@ from raystudy.analysis.pipeline import (
     write_analysis,
 )
 from raystudy.analysis.results import finished
-from raystudy.analysis.synthetic import planted_results
 
 
 def test_agreement_is_spearman_of_each_pair_of_headline_metrics() -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from planted_tables import PROBES, planted_effects
 
 from raystudy.analysis.columns import disentanglement_columns
 from raystudy.analysis.correlations import correlation_table, transfer_correlations
@@ -36,7 +37,6 @@ from raystudy.analysis.pipeline import (
 )
 from raystudy.analysis.report import ReportInputs, render_report
 from raystudy.analysis.summary import format_summary
-from raystudy.analysis.synthetic import PROBES, planted_effects
 
 N_BOOT = 200
 WEAK_EFFECT = 0.3

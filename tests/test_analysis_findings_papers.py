@@ -1,6 +1,6 @@
 """Findings rows of Montero et al. 2021 and 2022, Schott et al. 2022 and Locatello et al. 2019
 (`raystudy.analysis.findings_papers`), against results tables whose answers are planted
-(`raystudy.analysis.synthetic_papers`): each planted effect must be found with its sign, inside
+(`planted_papers`): each planted effect must be found with its sign, inside
 its interval and with a small p-value; a null table must give large p-values; a table that
 cannot answer a question must give no row for it. Rank correlations must be the numbers of the
 tables `compute` writes, not recomputed ones."""
@@ -14,6 +14,18 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 import pytest
+from planted_papers import (
+    LOCATELLO_METRICS,
+    MONTERO2021_SPLITS,
+    composition_planted,
+    locatello_planted,
+    locatello_rho,
+    locatello_shares,
+    montero2021_planted,
+    montero2022_planted,
+    schott_planted,
+    spearman_of,
+)
 
 from raystudy.analysis.agreement import metric_agreement, objective_spread
 from raystudy.analysis.cells import transfer_by_cell
@@ -46,18 +58,6 @@ from raystudy.analysis.findings_shared import paired_estimate
 from raystudy.analysis.groups import trial_groups, with_supervision
 from raystudy.analysis.r2_table import r2_modularity, r2_table
 from raystudy.analysis.results import finished
-from raystudy.analysis.synthetic_papers import (
-    LOCATELLO_METRICS,
-    MONTERO2021_SPLITS,
-    composition_planted,
-    locatello_planted,
-    locatello_rho,
-    locatello_shares,
-    montero2021_planted,
-    montero2022_planted,
-    schott_planted,
-    spearman_of,
-)
 
 N_BOOT = 200
 

@@ -11,6 +11,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from planted_tables import (
+    FACTORS,
+    SCHOTT_FACTORS,
+    planted_results,
+    schott_results,
+)
 from scipy.stats import spearmanr
 
 from raystudy.analysis.cells import transfer_by_cell
@@ -30,12 +36,6 @@ from raystudy.analysis.pipeline import (
 from raystudy.analysis.r2_table import r2_modularity, r2_table
 from raystudy.analysis.results import finished
 from raystudy.analysis.summary import format_summary
-from raystudy.analysis.synthetic import (
-    FACTORS,
-    SCHOTT_FACTORS,
-    planted_results,
-    schott_results,
-)
 
 KEYS = ["params.model.beta", "params.split", "params.dataset.name"]
 
