@@ -36,12 +36,12 @@ def main() -> None:
     args = parser.parse_args()
 
     started = time.perf_counter()
-    from raystudy.analysis.correlations import correlation_table, transfer_correlations
-    from raystudy.analysis.figures import study_figures
-    from raystudy.analysis.groups import trial_groups, with_supervision
+    from raystudy.analysis.core.groups import trial_groups, with_supervision
+    from raystudy.analysis.core.results import finished
+    from raystudy.analysis.figures.study import study_figures
     from raystudy.analysis.pipeline import Settings, compute, proxy_columns, write_analysis
-    from raystudy.analysis.results import finished
-    from raystudy.analysis.selection import selection_table
+    from raystudy.analysis.tables.correlations import correlation_table, transfer_correlations
+    from raystudy.analysis.tables.selection import selection_table
     from tests.planted_tables import planted_results
 
     times: dict[str, float] = {"import": time.perf_counter() - started}

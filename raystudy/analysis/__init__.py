@@ -4,10 +4,10 @@
 `analyze_study(study_dir)` is what `raystudy analyze` runs.
 """
 
-from raystudy.analysis.correlations import correlation_table, spearman_table
+from raystudy.analysis.core.results import load, load_results
 from raystudy.analysis.pipeline import Settings, analyze_study, compute, write_analysis
-from raystudy.analysis.results import load, load_results
-from raystudy.analysis.selection import selection_table
+from raystudy.analysis.tables.correlations import correlation_table, spearman_table
+from raystudy.analysis.tables.selection import selection_table
 
 __all__ = [
     "Settings",

@@ -14,21 +14,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from raystudy.analysis.agreement import metric_agreement, objective_spread
-from raystudy.analysis.cells import transfer_by_cell
-from raystudy.analysis.columns import disentanglement_columns, downstream_columns, metric
-from raystudy.analysis.composition import composition_table
-from raystudy.analysis.correlations import correlation_table, transfer_correlations
-from raystudy.analysis.decoder_table import decoder_test_table
-from raystudy.analysis.errors import AnalysisError
-from raystudy.analysis.figures import StudyFigure, study_figures
-from raystudy.analysis.finding_rows import order_findings
-from raystudy.analysis.findings import findings_table
-from raystudy.analysis.findings_papers import PaperTables, paper_rows
-from raystudy.analysis.groups import trial_groups, with_supervision
-from raystudy.analysis.r2_table import r2_modularity, r2_table
-from raystudy.analysis.report import ReportFigure, ReportInputs, render_report
-from raystudy.analysis.results import (
+from raystudy.analysis.core.cells import transfer_by_cell
+from raystudy.analysis.core.columns import disentanglement_columns, downstream_columns, metric
+from raystudy.analysis.core.errors import AnalysisError
+from raystudy.analysis.core.groups import trial_groups, with_supervision
+from raystudy.analysis.core.results import (
     ANALYSIS_DIR,
     RESULTS_FILE,
     finished,
@@ -38,7 +28,17 @@ from raystudy.analysis.results import (
     unfinished,
     unscored,
 )
-from raystudy.analysis.selection import selection_table
+from raystudy.analysis.figures.study import StudyFigure, study_figures
+from raystudy.analysis.findings.rows import order_findings
+from raystudy.analysis.findings.shared import PaperTables
+from raystudy.analysis.findings.table import findings_table, paper_rows
+from raystudy.analysis.report import ReportFigure, ReportInputs, render_report
+from raystudy.analysis.tables.agreement import metric_agreement, objective_spread
+from raystudy.analysis.tables.composition import composition_table
+from raystudy.analysis.tables.correlations import correlation_table, transfer_correlations
+from raystudy.analysis.tables.decoder_test import decoder_test_table
+from raystudy.analysis.tables.r2 import r2_modularity, r2_table
+from raystudy.analysis.tables.selection import selection_table
 from raystudy.keys import eval_key
 
 FINDINGS_FILE = "findings.csv"
@@ -311,7 +311,7 @@ def analyze_study(
     where = "Tune storage" if from_tune else f"MLflow store ({info.tracking_uri})"
     say(f"reading the trial runs of {info.models} planned models from the {where}")
     if from_tune:
-        from raystudy.analysis.tune_results import load_tune_results
+        from raystudy.analysis.core.tune_results import load_tune_results
 
         frame, log = load_tune_results(study_dir), False
     else:

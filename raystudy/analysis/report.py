@@ -13,9 +13,9 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
-from raystudy.analysis.correlations import pivot
-from raystudy.analysis.findings import NO_FINDINGS, finding_parts
-from raystudy.analysis.selection import regret_pivot
+from raystudy.analysis.findings.text import NO_FINDINGS, finding_parts
+from raystudy.analysis.tables.correlations import pivot
+from raystudy.analysis.tables.selection import regret_pivot
 from raystudy.keys import TRANSFER
 from raystudy.tags import RUN_FINISHED
 

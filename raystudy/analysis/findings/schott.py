@@ -31,20 +31,20 @@ from collections.abc import Iterator
 import numpy as np
 import pandas as pd
 
-from raystudy.analysis.cells import SEPARATOR
-from raystudy.analysis.columns import OBJECTIVE, SPLIT, transfer_scores
-from raystudy.analysis.design import adjusted_difference, design_factors
-from raystudy.analysis.finding_rows import finding_row
-from raystudy.analysis.findings_shared import (
+from raystudy.analysis.core.cells import SEPARATOR
+from raystudy.analysis.core.columns import OBJECTIVE, SPLIT, transfer_scores
+from raystudy.analysis.core.groups import SUPERVISED, SUPERVISION, model_labels, natural_order
+from raystudy.analysis.findings.rows import finding_row
+from raystudy.analysis.findings.shared import (
     PaperTables,
     held_fixed_coefficient,
     numbers,
     paired_estimate,
     seed_count,
 )
-from raystudy.analysis.groups import SUPERVISED, SUPERVISION, model_labels, natural_order
-from raystudy.analysis.inference import difference_test
-from raystudy.analysis.r2_table import SCHOTT_PREFIX, split_kind
+from raystudy.analysis.stats.design import adjusted_difference, design_factors
+from raystudy.analysis.stats.inference import difference_test
+from raystudy.analysis.tables.r2 import SCHOTT_PREFIX, split_kind
 from raystudy.keys import transfer_key
 
 SCHOTT2022 = "schott2022"

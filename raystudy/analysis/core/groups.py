@@ -13,9 +13,9 @@ from collections.abc import Iterable
 
 import pandas as pd
 
-from raystudy.analysis.cells import CELL, DATASET
-from raystudy.analysis.columns import OBJECTIVE, PARAM, SPLIT
-from raystudy.analysis.errors import AnalysisError
+from raystudy.analysis.core.cells import CELL, DATASET
+from raystudy.analysis.core.columns import OBJECTIVE, PARAM, SPLIT
+from raystudy.analysis.core.errors import AnalysisError
 from raystudy.tags import EXTERNAL_ROLE, ROLE_TAG
 from raystudy.tags import column as tag_column
 
@@ -99,7 +99,7 @@ def resolve_axis(frame: pd.DataFrame, axis: str) -> str:
 
 def trial_groups(frame: pd.DataFrame, by: Iterable[str] = ()) -> list[tuple[str, pd.Index]]:
     """(group name, row labels) for `all`, each supervision type present, each cell of a
-    study over several datasets or splits (`cell=<name>`, see `raystudy.analysis.cells`),
+    study over several datasets or splits (`cell=<name>`, see `raystudy.analysis.core.cells`),
     and each value of each `by` axis (`<param key>=<value>`), in that order. `frame` needs
     `supervision`. Axes that name the same parameter (`model`, `objective`) count once."""
     groups: list[tuple[str, pd.Index]] = [("all", frame.index)]

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from raystudy.analysis.columns import (
+from raystudy.analysis.core.columns import (
     RUN_NAME,
     predictor_columns,
     selection_direction,

@@ -10,7 +10,7 @@ or external encoders), both questions are asked of its unsupervised trials only
   same rho with the design (objective, hyperparameters) held fixed; yes_if '> 0'.
 - The variance of each metric of objective_spread.csv (Sec. 5.3, Figs. 3-4), decomposed by
   sequential (type I) sums of squares of nested OLS fits on cell dummies, computed as group
-  means: within each stratum s (the trials' dataset and split, `findings_shared.where_labels`),
+  means: within each stratum s (the trials' dataset and split, `shared.where_labels`),
   RSS_0 = sum (y - mean_s)^2, RSS_1 = sum (y - mean_{s, objective})^2 and RSS_2 =
   sum (y - mean_{s, model})^2, a model being an objective with its hyperparameter values
   (`groups.model_labels`); the shares of RSS_0 are objective (RSS_0 - RSS_1) / RSS_0,
@@ -42,19 +42,19 @@ import pandas as pd
 from numpy.typing import NDArray
 from scipy import stats
 
-from raystudy.analysis.agreement import HEADLINE
-from raystudy.analysis.columns import LASSO_D, OBJECTIVE, metric
-from raystudy.analysis.design import adjusted_spearman
-from raystudy.analysis.finding_rows import finding_row
-from raystudy.analysis.findings_shared import (
+from raystudy.analysis.core.columns import LASSO_D, OBJECTIVE, metric
+from raystudy.analysis.core.groups import SUPERVISION, model_labels
+from raystudy.analysis.findings.rows import finding_row
+from raystudy.analysis.findings.shared import (
     PaperTables,
     numbers,
     rho_estimates,
     seed_count,
     where_labels,
 )
-from raystudy.analysis.groups import SUPERVISION, model_labels
-from raystudy.analysis.inference import ALPHA, Estimate
+from raystudy.analysis.stats.design import adjusted_spearman
+from raystudy.analysis.stats.inference import ALPHA, Estimate
+from raystudy.analysis.tables.agreement import HEADLINE
 from raystudy.keys import metric_key
 
 LOCATELLO2019 = "locatello2019"

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from raystudy.analysis.columns import OBJECTIVE, metric, short
-from raystudy.analysis.correlations import correlation_table
+from raystudy.analysis.core.columns import OBJECTIVE, metric, short
+from raystudy.analysis.tables.correlations import correlation_table
 from raystudy.keys import metric_key
 
 #: One score per metric, as Locatello et al. compare them; DCI's completeness and
