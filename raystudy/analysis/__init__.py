@@ -2,6 +2,10 @@
 
 `load(study)` gives the results table (one row per trial) for a notebook;
 `analyze_study(study_dir)` is what `raystudy analyze` runs.
+
+Its stages, each importing only those below it: `core` (the results table: loading it, its
+columns, cells and groups), `stats` (tests, bootstrap, the design held fixed), `tables`,
+`findings` and `figures` (both read the tables), then `report`, `pipeline` and `summary`.
 """
 
 from raystudy.analysis.core.results import load, load_results

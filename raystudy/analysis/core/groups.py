@@ -9,7 +9,7 @@ transfer; reference models (a supervised encoder, the ground-truth decoder of Mo
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import pandas as pd
 
@@ -29,6 +29,8 @@ REFERENCE = SUPERVISED | {"gt_decoder"}
 EXTERNAL = "external"
 SUPERVISION_ORDER = ("unsupervised", "weak", "reference", EXTERNAL)
 SUPERVISION = "supervision"
+#: Named sets of trials, as `trial_groups` gives them: (group name, the trials' row labels).
+Groups = Sequence[tuple[str, pd.Index]]
 
 #: Short names a user may pass to `--by` for the usual grid axes.
 AXIS_ALIASES = {

@@ -8,6 +8,7 @@ with a caption, or with the reason one was left out. The figures are drawn in
 
 from __future__ import annotations
 
+import functools
 import io
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -45,7 +46,12 @@ class StudyFigure:
     reason: str = ""
 
     def png(self) -> bytes | None:
-        """The figure as PNG bytes (None when there is no figure)."""
+        """The figure as PNG bytes (None when there is no figure), rendered once: the file
+        and the report show the same bytes."""
+        return self._png
+
+    @functools.cached_property
+    def _png(self) -> bytes | None:
         if self.figure is None:
             return None
         buffer = io.BytesIO()

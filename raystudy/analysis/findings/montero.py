@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from raystudy.analysis.core.columns import OBJECTIVE
+from raystudy.analysis.core.columns import OBJECTIVE, SPLIT
+from raystudy.analysis.findings.shared import only_value
 from raystudy.analysis.tables.r2 import MONTERO2022_PREFIX
 from raystudy.data.montero import VARIANT_KINDS
 
@@ -16,6 +17,9 @@ ELEMENT, RANGE, EXTRAPOLATION = (
     "recombination-to-range",
     "extrapolation",
 )
+#: The kinds that ask more than recombination-to-element, where Montero et al. 2021's models
+#: generalised.
+BEYOND_ELEMENT = (RANGE, EXTRAPOLATION)
 #: The 2022 code's interpolation conditions (held-out hue values between training ones).
 INTERPOLATION = "interpolation"
 #: Each split of Montero et al.'s conditions and its kind (raystudy.data.montero: the 2021
@@ -73,11 +77,16 @@ def split_kind(split: str) -> str:
     return SPLIT_KINDS.get(split, "")
 
 
-def kind_text(kind: str, split: str, where: str) -> str:
+def kind_text(split: str, where: str) -> str:
     """How a question names its trials: the split's kind, the split, and where (a cell or a
     dataset), each once."""
-    parts = [p for p in (kind, split if split and split not in where else "", where) if p]
-    return ", ".join(dict.fromkeys(parts))
+    named = split if split and split not in where else ""
+    return ", ".join(dict.fromkeys(p for p in (split_kind(split), named, where) if p))
+
+
+def split_of(trials: pd.DataFrame) -> str:
+    """The split all of `trials` share ('' when none or several)."""
+    return only_value(trials, SPLIT)
 
 
 def objectives(frame: pd.DataFrame) -> pd.Series:

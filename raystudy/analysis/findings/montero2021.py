@@ -37,7 +37,6 @@ from raystudy.analysis.core.columns import (
     HELDOUT_NLL,
     LASSO_D,
     OBJECTIVE,
-    SPLIT,
     TRAIN_NLL,
     first_present,
     metric,
@@ -51,6 +50,7 @@ from raystudy.analysis.findings.montero import (
     kind_text,
     objectives,
     split_kind,
+    split_of,
 )
 from raystudy.analysis.findings.rows import finding_row
 from raystudy.analysis.findings.shared import (
@@ -139,9 +139,9 @@ def _gap_rows(frame: pd.DataFrame, question: str, min_trials: int) -> Iterator[d
         trials = frame[(labels == label) & np.isfinite(gap)]
         if len(trials) < min_trials:
             continue
-        split = only_value(trials, SPLIT)
+        split = split_of(trials)
         kind = split_kind(split)
-        where = kind_text(kind, split, label)
+        where = kind_text(split, label)
         if gt:
             text = (
                 f"Does the ground-truth decoder reconstruct held-out combinations worse ({where})?"
@@ -197,8 +197,8 @@ def _dis_rows(
                 both &= (frame[SUPERVISION] == "unsupervised").to_numpy()
             trials = frame[both].assign(**{target: targets.loc[both, target]})
             pooled, within = rho_estimates(row, adjusted_spearman(trials, x, target))
-            split = only_value(trials, SPLIT)
-            where = kind_text(split_kind(split), split, cell)
+            split = split_of(trials)
+            where = kind_text(split, cell)
             note = "" if name == LASSO_D else f" ({name}: no {LASSO_D} logged)"
             yield finding_row(
                 MONTERO2021,
@@ -231,8 +231,8 @@ def _composition_rows(
         trials = frame[(labels == label) & np.isfinite(gap)]
         if len(trials) < min_trials:
             continue
-        split = only_value(trials, SPLIT)
-        where = kind_text(split_kind(split), split, label)
+        split = split_of(trials)
+        where = kind_text(split, label)
         yield finding_row(
             MONTERO2021,
             COMPOSITION_HELDOUT_ABOVE_TRAINING,

@@ -30,9 +30,8 @@ from raystudy.analysis.core.cells import DATASET
 from raystudy.analysis.core.columns import DECODER_TEST_HELDOUT_NLL, HELDOUT_NLL, SPLIT
 from raystudy.analysis.core.groups import REFERENCE
 from raystudy.analysis.findings.montero import (
+    BEYOND_ELEMENT,
     ELEMENT,
-    EXTRAPOLATION,
-    RANGE,
     kind_text,
     objectives,
     split_kind,
@@ -96,7 +95,7 @@ def _decoder_rows(frame: pd.DataFrame, table: pd.DataFrame, *, min_trials: int) 
     for (dataset, split), rows in models.groupby(["dataset", "split"], sort=True):
         if len(rows) < min_trials:
             continue
-        where = kind_text(split_kind(split), split, dataset)
+        where = kind_text(split, dataset)
         cell = f"split={split}, dataset={dataset}" if dataset else f"split={split}"
         yield finding_row(
             MONTERO2022,
@@ -131,7 +130,7 @@ def _encoder_rows(frame: pd.DataFrame, table: pd.DataFrame, *, min_trials: int) 
     if element.empty:
         return
     element_splits = set(rows.loc[rows["kind"] == ELEMENT, "split"].astype(str))
-    harder = rows[rows["kind"].isin([RANGE, EXTRAPOLATION])]
+    harder = rows[rows["kind"].isin(BEYOND_ELEMENT)]
     for (split, probe), sub in harder.groupby(["split", "probe"], sort=True):
         paired = sub.join(element.rename("element_r2"), on=keys, how="inner")
         if len(paired) < min_trials:

@@ -29,6 +29,7 @@ from raystudy.analysis.core.columns import (
     short,
     transfer_columns,
 )
+from raystudy.analysis.core.groups import Groups
 from raystudy.analysis.stats.bootstrap import bootstrap_spearman
 from raystudy.analysis.stats.design import design_factors, dummies
 from raystudy.analysis.stats.inference import (
@@ -63,7 +64,7 @@ def correlation_table(
     frame: pd.DataFrame,
     x_columns: Sequence[str],
     y_columns: Sequence[str],
-    groups: Sequence[tuple[str, pd.Index]],
+    groups: Groups,
     *,
     n_boot: int = 1000,
     seed: int = 0,
@@ -226,12 +227,7 @@ def heldout_nll_targets(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def transfer_correlations(
-    frame: pd.DataFrame,
-    groups: Sequence[tuple[str, pd.Index]],
-    *,
-    n_boot: int = 1000,
-    seed: int = 0,
-    min_trials: int = 5,
+    frame: pd.DataFrame, groups: Groups, *, n_boot: int = 1000, seed: int = 0, min_trials: int = 5
 ) -> pd.DataFrame:
     """The table of `correlations.csv`: every predictor (`dis/*`, `eval/*`, `down/*`, and
     input noise as 0/1 when it varies: Dittadi et al. 2021, Fig. 6 top row) against every
