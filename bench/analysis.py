@@ -1,10 +1,10 @@
 """How long `raystudy analyze` takes on a large study: a synthetic 1,000-trial results table.
 
-    python bench/analysis.py --trials 1000 --by model --by beta
+    python -m bench.analysis --trials 1000 --by model --by beta
 
 The table has the shape of a real one (9 dis/*, 3 eval/*, down/gbt10000_acc, 4 scenarios x 2
 probes of transfer MAE, R^2 and 5 per-factor MAEs) with a known planted correlation
-(`raystudy.analysis.synthetic`). Times every phase of the analysis: correlations with 95%
+(`tests/planted_tables.py`). Times every phase of the analysis: correlations with 95%
 bootstrap intervals (1,000 resamples), model selection, figures, writing files and report.
 MLflow is left out (reading runs back depends on the store, not on the analysis). Prints a
 table; `--json` writes it. The target (issue 7) is under 30 s in all on this CPU.
@@ -36,13 +36,13 @@ def main() -> None:
     args = parser.parse_args()
 
     started = time.perf_counter()
-    from raystudy.analysis.correlations import correlation_table, transfer_correlations
-    from raystudy.analysis.figures import study_figures
-    from raystudy.analysis.groups import trial_groups, with_supervision
+    from raystudy.analysis.core.groups import trial_groups, with_supervision
+    from raystudy.analysis.core.results import finished
+    from raystudy.analysis.figures.study import study_figures
     from raystudy.analysis.pipeline import Settings, compute, proxy_columns, write_analysis
-    from raystudy.analysis.results import finished
-    from raystudy.analysis.selection import selection_table
-    from raystudy.analysis.synthetic import planted_results
+    from raystudy.analysis.tables.correlations import correlation_table, transfer_correlations
+    from raystudy.analysis.tables.selection import selection_table
+    from tests.planted_tables import planted_results
 
     times: dict[str, float] = {"import": time.perf_counter() - started}
     frame = planted_results(args.trials, seed=0, failed=args.trials // 100, running=2)

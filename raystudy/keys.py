@@ -2,7 +2,7 @@
 
 A trial builds these keys (`raystudy.scoring`, the training loops, the stacked trial), the
 spec's checks predict them (`raystudy.metrics.reported`, for `search.metric`) and the analysis
-and Tune-state readers parse them (`raystudy.analysis.columns`, `raystudy.tune.state`):
+and Tune-state readers parse them (`raystudy.analysis.core.columns`, `raystudy.tune.state`):
 
 - ``train/<term>``: a training loss term, at each report step;
 - ``eval/<score>`` and ``eval/<score>_heldout``: unsupervised scores of held-out images, and of

@@ -11,23 +11,22 @@ import matplotlib.image
 import numpy as np
 import pandas as pd
 import pytest
+from planted_tables import NULL, PLANTED, SCENARIOS, planted_results, planted_rho
 from scipy.stats import spearmanr
 
-from raystudy.analysis.columns import RUN_NAME
-from raystudy.analysis.correlations import (
+from raystudy.analysis.core.columns import RUN_NAME
+from raystudy.analysis.core.groups import AxisError, trial_groups, with_supervision
+from raystudy.analysis.core.results import finished
+from raystudy.analysis.figures.study import R2_FIGURE
+from raystudy.analysis.pipeline import Settings, StudyAnalysis, compute, write_analysis
+from raystudy.analysis.stats.bootstrap import bootstrap_weights, weighted_spearman
+from raystudy.analysis.summary import format_summary
+from raystudy.analysis.tables.correlations import (
     COLUMNS,
-    bootstrap_weights,
     correlation_table,
     transfer_correlations,
-    weighted_spearman,
 )
-from raystudy.analysis.figures import R2_FIGURE
-from raystudy.analysis.groups import AxisError, trial_groups, with_supervision
-from raystudy.analysis.pipeline import Settings, StudyAnalysis, compute, write_analysis
-from raystudy.analysis.results import finished
-from raystudy.analysis.selection import selection_table
-from raystudy.analysis.summary import format_summary
-from raystudy.analysis.synthetic import NULL, PLANTED, SCENARIOS, planted_results, planted_rho
+from raystudy.analysis.tables.selection import selection_table
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

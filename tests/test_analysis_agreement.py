@@ -9,9 +9,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from planted_tables import planted_results
 from scipy.stats import spearmanr
 
-from raystudy.analysis.agreement import headline_columns, metric_agreement, objective_spread
+from raystudy.analysis.core.results import finished
 from raystudy.analysis.pipeline import (
     AGREEMENT_FILE,
     SPREAD_FILE,
@@ -19,8 +20,7 @@ from raystudy.analysis.pipeline import (
     compute,
     write_analysis,
 )
-from raystudy.analysis.results import finished
-from raystudy.analysis.synthetic import planted_results
+from raystudy.analysis.tables.agreement import headline_columns, metric_agreement, objective_spread
 
 
 def test_agreement_is_spearman_of_each_pair_of_headline_metrics() -> None:
@@ -90,8 +90,8 @@ def test_analyze_writes_the_agreement_tables_and_figures_only_where_they_apply(
 
 
 def test_one_supervision_type_is_not_drawn_again_beside_all() -> None:
-    from raystudy.analysis.figures_models import agreement_heatmaps
-    from raystudy.analysis.groups import trial_groups, with_supervision
+    from raystudy.analysis.core.groups import trial_groups, with_supervision
+    from raystudy.analysis.figures.models import agreement_heatmaps
 
     frame = with_supervision(finished(planted_results(60, seed=3)))
 

@@ -12,23 +12,20 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from raystudy.analysis.correlations import correlation_table
-from raystudy.analysis.design import Adjusted, adjusted_spearman, design_factors, dummies
-from raystudy.analysis.finding_rows import (
+from raystudy.analysis.core.groups import trial_groups
+from raystudy.analysis.findings.dittadi import DIS_OOD1, WEAK_RAISES_DIS
+from raystudy.analysis.findings.rows import (
     CONFOUNDED,
     INCONCLUSIVE,
     YES,
     adjusted_family,
     finding_row,
 )
-from raystudy.analysis.findings import (
-    DIS_OOD1,
-    WEAK_RAISES_DIS,
-    finding_lines,
-)
-from raystudy.analysis.groups import trial_groups
-from raystudy.analysis.inference import partial_spearman, power, rho_test
+from raystudy.analysis.findings.text import finding_lines
 from raystudy.analysis.pipeline import Settings, compute
+from raystudy.analysis.stats.design import Adjusted, adjusted_spearman, design_factors, dummies
+from raystudy.analysis.stats.inference import partial_spearman, power, rho_test
+from raystudy.analysis.tables.correlations import correlation_table
 
 DCI = "metrics.dis/dci_d"
 OOD1 = "metrics.transfer/ood1_a/gbt/mae"
@@ -316,7 +313,7 @@ def test_a_sampled_axis_is_held_fixed_by_its_ranks_and_can_carry_a_correlation()
 def test_holm_and_bh_agree_with_statsmodels_multipletests(size: int) -> None:
     from statsmodels.stats.multitest import multipletests
 
-    from raystudy.analysis.inference import benjamini_hochberg, holm
+    from raystudy.analysis.stats.inference import benjamini_hochberg, holm
 
     rng = np.random.default_rng(size)
     p = rng.uniform(0, 0.2, size) ** rng.uniform(0.5, 2, size)

@@ -12,21 +12,20 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from planted_tables import PROBES, planted_effects
 
-from raystudy.analysis.columns import disentanglement_columns
-from raystudy.analysis.correlations import correlation_table, transfer_correlations
-from raystudy.analysis.finding_rows import COLUMNS
-from raystudy.analysis.findings import (
+from raystudy.analysis.core.columns import disentanglement_columns
+from raystudy.analysis.core.groups import trial_groups, with_supervision
+from raystudy.analysis.findings.dittadi import (
     DIS_OOD1,
     DIS_OOD2,
-    NO_FINDINGS,
     NOISE_OOD2,
     PROXY_DIS,
     WEAK_RAISES_DIS,
-    finding_lines,
-    findings_table,
 )
-from raystudy.analysis.groups import trial_groups, with_supervision
+from raystudy.analysis.findings.rows import COLUMNS
+from raystudy.analysis.findings.table import findings_table
+from raystudy.analysis.findings.text import NO_FINDINGS, finding_lines
 from raystudy.analysis.pipeline import (
     Analysis,
     Settings,
@@ -36,7 +35,7 @@ from raystudy.analysis.pipeline import (
 )
 from raystudy.analysis.report import ReportInputs, render_report
 from raystudy.analysis.summary import format_summary
-from raystudy.analysis.synthetic import PROBES, planted_effects
+from raystudy.analysis.tables.correlations import correlation_table, transfer_correlations
 
 N_BOOT = 200
 WEAK_EFFECT = 0.3

@@ -1,6 +1,6 @@
 """Findings rows of Montero et al. 2021 and 2022, Schott et al. 2022 and Locatello et al. 2019
-(`raystudy.analysis.findings_papers`), against results tables whose answers are planted
-(`raystudy.analysis.synthetic_papers`): each planted effect must be found with its sign, inside
+(`raystudy.analysis.findings.table`), against results tables whose answers are planted
+(`planted_papers`): each planted effect must be found with its sign, inside
 its interval and with a small p-value; a null table must give large p-values; a table that
 cannot answer a question must give no row for it. Rank correlations must be the numbers of the
 tables `compute` writes, not recomputed ones."""
@@ -14,39 +14,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 import pytest
-
-from raystudy.analysis.agreement import metric_agreement, objective_spread
-from raystudy.analysis.cells import transfer_by_cell
-from raystudy.analysis.composition import composition_table
-from raystudy.analysis.correlations import transfer_correlations
-from raystudy.analysis.decoder_table import decoder_test_table
-from raystudy.analysis.finding_rows import COLUMNS
-from raystudy.analysis.findings_locatello import (
-    HYPERPARAMETER_SHARE,
-    METRICS_AGREE,
-    OBJECTIVE_SHARE,
-    SEED_AND_HYPERPARAMETERS_OUTWEIGH,
-)
-from raystudy.analysis.findings_montero import (
-    COMPOSITION_HELDOUT_ABOVE_TRAINING,
-    DIS_LOWERS_HELDOUT,
-    ENCODER_R2_FALLS,
-    GT_HELDOUT_ABOVE_TRAINING,
-    HELDOUT_ABOVE_TRAINING,
-    RETRAINED_DECODER_LOWERS_HELDOUT,
-    SPLIT_KINDS,
-)
-from raystudy.analysis.findings_papers import PaperTables, paper_rows
-from raystudy.analysis.findings_schott import (
-    OTHERS_STAY_PREDICTABLE,
-    R2_DROPS,
-    SUPERVISION_SHRINKS_DROP,
-)
-from raystudy.analysis.findings_shared import paired_estimate
-from raystudy.analysis.groups import trial_groups, with_supervision
-from raystudy.analysis.r2_table import r2_modularity, r2_table
-from raystudy.analysis.results import finished
-from raystudy.analysis.synthetic_papers import (
+from planted_papers import (
     LOCATELLO_METRICS,
     MONTERO2021_SPLITS,
     composition_planted,
@@ -58,6 +26,40 @@ from raystudy.analysis.synthetic_papers import (
     schott_planted,
     spearman_of,
 )
+
+from raystudy.analysis.core.cells import transfer_by_cell
+from raystudy.analysis.core.groups import trial_groups, with_supervision
+from raystudy.analysis.core.results import finished
+from raystudy.analysis.findings.locatello import (
+    HYPERPARAMETER_SHARE,
+    METRICS_AGREE,
+    OBJECTIVE_SHARE,
+    SEED_AND_HYPERPARAMETERS_OUTWEIGH,
+)
+from raystudy.analysis.findings.montero import SPLIT_KINDS
+from raystudy.analysis.findings.montero2021 import (
+    COMPOSITION_HELDOUT_ABOVE_TRAINING,
+    DIS_LOWERS_HELDOUT,
+    GT_HELDOUT_ABOVE_TRAINING,
+    HELDOUT_ABOVE_TRAINING,
+)
+from raystudy.analysis.findings.montero2022 import (
+    ENCODER_R2_FALLS,
+    RETRAINED_DECODER_LOWERS_HELDOUT,
+)
+from raystudy.analysis.findings.rows import COLUMNS
+from raystudy.analysis.findings.schott import (
+    OTHERS_STAY_PREDICTABLE,
+    R2_DROPS,
+    SUPERVISION_SHRINKS_DROP,
+)
+from raystudy.analysis.findings.shared import PaperTables, paired_estimate
+from raystudy.analysis.findings.table import paper_rows
+from raystudy.analysis.tables.agreement import metric_agreement, objective_spread
+from raystudy.analysis.tables.composition import composition_table
+from raystudy.analysis.tables.correlations import transfer_correlations
+from raystudy.analysis.tables.decoder_test import decoder_test_table
+from raystudy.analysis.tables.r2 import r2_modularity, r2_table
 
 N_BOOT = 200
 

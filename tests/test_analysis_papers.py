@@ -11,14 +11,20 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from planted_tables import (
+    FACTORS,
+    SCHOTT_FACTORS,
+    planted_results,
+    schott_results,
+)
 from scipy.stats import spearmanr
 
-from raystudy.analysis.cells import transfer_by_cell
-from raystudy.analysis.correlations import transfer_correlations
-from raystudy.analysis.figures import R2_FIGURE
-from raystudy.analysis.figures_models import reconstruction_splits, reconstruction_x
-from raystudy.analysis.figures_transfer import per_factor_transfer, r2_by_split
-from raystudy.analysis.groups import model_labels, trial_groups, with_supervision
+from raystudy.analysis.core.cells import transfer_by_cell
+from raystudy.analysis.core.groups import model_labels, trial_groups, with_supervision
+from raystudy.analysis.core.results import finished
+from raystudy.analysis.figures.models import reconstruction_splits, reconstruction_x
+from raystudy.analysis.figures.study import R2_FIGURE
+from raystudy.analysis.figures.transfer import per_factor_transfer, r2_by_split
 from raystudy.analysis.pipeline import (
     MODULARITY_FILE,
     R2_FILE,
@@ -27,15 +33,9 @@ from raystudy.analysis.pipeline import (
     compute,
     write_analysis,
 )
-from raystudy.analysis.r2_table import r2_modularity, r2_table
-from raystudy.analysis.results import finished
 from raystudy.analysis.summary import format_summary
-from raystudy.analysis.synthetic import (
-    FACTORS,
-    SCHOTT_FACTORS,
-    planted_results,
-    schott_results,
-)
+from raystudy.analysis.tables.correlations import transfer_correlations
+from raystudy.analysis.tables.r2 import r2_modularity, r2_table
 
 KEYS = ["params.model.beta", "params.split", "params.dataset.name"]
 

@@ -17,7 +17,7 @@ from tiny import SMOKE, tiny
 from typer.testing import CliRunner
 
 from raystudy.analysis import load
-from raystudy.analysis.correlations import COLUMNS
+from raystudy.analysis.tables.correlations import COLUMNS
 from raystudy.checks import load_spec
 from raystudy.cli import app
 from raystudy.study.driver import run_study

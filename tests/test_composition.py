@@ -15,7 +15,7 @@ from mlflow.tracking import MlflowClient
 from tiny import SMOKE, tiny
 from torch import nn
 
-from raystudy.analysis.composition import composition_table
+from raystudy.analysis.tables.composition import composition_table
 from raystudy.artifacts.composition import composed, draw_composition_trials
 from raystudy.artifacts.subject import Subject
 from raystudy.checks import load_spec

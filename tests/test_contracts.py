@@ -19,7 +19,7 @@ from pathlib import Path
 from mlflow.entities import RunStatus
 
 from raystudy import keys, tags
-from raystudy.analysis.columns import METRIC
+from raystudy.analysis.core.columns import METRIC
 from raystudy.tune import state
 
 PACKAGE = Path(__file__).resolve().parents[1] / "raystudy"

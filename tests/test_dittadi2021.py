@@ -15,8 +15,8 @@ import pytest
 import torch
 from mlflow.tracking import MlflowClient
 
-from raystudy.analysis.cells import cells
-from raystudy.analysis.design import design_factors
+from raystudy.analysis.core.cells import cells
+from raystudy.analysis.stats.design import design_factors
 from raystudy.checks import load_spec
 from raystudy.data import get_dataset, get_split
 from raystudy.data.colour import hue_to_rgb

@@ -13,7 +13,7 @@ from mlflow.tracking import MlflowClient
 from typer.testing import CliRunner
 
 from raystudy import evaluate_encoder
-from raystudy.analysis.groups import trial_groups, with_supervision
+from raystudy.analysis.core.groups import trial_groups, with_supervision
 from raystudy.cli import app
 from raystudy.evaluate import EncoderError
 from raystudy.spec import SpecError, TrialConfig

@@ -15,8 +15,14 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from raystudy.analysis.finding_rows import VERDICTS
-from raystudy.analysis.findings import DIS_OOD1, DIS_OOD2, NOISE_OOD2, PROXY_DIS, WEAK_RAISES_DIS
+from raystudy.analysis.findings.dittadi import (
+    DIS_OOD1,
+    DIS_OOD2,
+    NOISE_OOD2,
+    PROXY_DIS,
+    WEAK_RAISES_DIS,
+)
+from raystudy.analysis.findings.rows import VERDICTS
 from raystudy.checks import load_spec
 from raystudy.cli import app
 from raystudy.study.folder import StudyInfo

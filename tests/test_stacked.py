@@ -12,8 +12,8 @@ import yaml
 from reporters import StopAfter
 from tiny import LIGHT, SMOKE, tiny
 
-from raystudy.analysis.columns import RUN_NAME
-from raystudy.analysis.tune_results import load_tune_results
+from raystudy.analysis.core.columns import RUN_NAME
+from raystudy.analysis.core.tune_results import load_tune_results
 from raystudy.checks import load_spec
 from raystudy.data import get_dataset, get_split
 from raystudy.keys import system_key

@@ -10,8 +10,8 @@ import pytest
 from tiny import tiny
 from typer.testing import CliRunner
 
-from raystudy.analysis.correlations import spearman_table
-from raystudy.analysis.results import load_results
+from raystudy.analysis.core.results import load_results
+from raystudy.analysis.tables.correlations import spearman_table
 from raystudy.checks import load_spec
 from raystudy.cli import app
 from raystudy.study.driver import run_study

@@ -11,7 +11,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 from reporters import StopAfter
 
-from raystudy.analysis.results import unscored
+from raystudy.analysis.core.results import unscored
 from raystudy.data import get_dataset
 from raystudy.metrics.reported import reported_metrics
 from raystudy.scoring import build_split

@@ -14,31 +14,23 @@ from pathlib import Path
 
 import pandas as pd
 
-from raystudy.analysis.agreement import metric_agreement, objective_spread
-from raystudy.analysis.cells import transfer_by_cell
-from raystudy.analysis.columns import disentanglement_columns, downstream_columns, metric
-from raystudy.analysis.composition import composition_table
-from raystudy.analysis.correlations import correlation_table, transfer_correlations
-from raystudy.analysis.decoder_table import decoder_test_table
-from raystudy.analysis.errors import AnalysisError
-from raystudy.analysis.figures import StudyFigure, study_figures
-from raystudy.analysis.finding_rows import order_findings
-from raystudy.analysis.findings import findings_table
-from raystudy.analysis.findings_papers import PaperTables, paper_rows
-from raystudy.analysis.groups import trial_groups, with_supervision
-from raystudy.analysis.r2_table import r2_modularity, r2_table
-from raystudy.analysis.report import ReportFigure, ReportInputs, render_report
-from raystudy.analysis.results import (
-    ANALYSIS_DIR,
-    RESULTS_FILE,
-    finished,
-    load_results,
-    nonfinite,
-    status_counts,
-    unfinished,
-    unscored,
-)
-from raystudy.analysis.selection import selection_table
+from raystudy.analysis.core import results
+from raystudy.analysis.core.cells import transfer_by_cell
+from raystudy.analysis.core.columns import disentanglement_columns, downstream_columns, metric
+from raystudy.analysis.core.errors import AnalysisError
+from raystudy.analysis.core.groups import trial_groups, with_supervision
+from raystudy.analysis.core.results import ANALYSIS_DIR, RESULTS_FILE, finished, load_results
+from raystudy.analysis.figures.study import StudyFigure, study_figures
+from raystudy.analysis.findings.rows import order_findings
+from raystudy.analysis.findings.shared import PaperTables
+from raystudy.analysis.findings.table import findings_table, paper_rows
+from raystudy.analysis.report import ReportInputs, render_report
+from raystudy.analysis.tables.agreement import metric_agreement, objective_spread
+from raystudy.analysis.tables.composition import composition_table
+from raystudy.analysis.tables.correlations import correlation_table, transfer_correlations
+from raystudy.analysis.tables.decoder_test import decoder_test_table
+from raystudy.analysis.tables.r2 import r2_modularity, r2_table
+from raystudy.analysis.tables.selection import selection_table
 from raystudy.keys import eval_key
 
 FINDINGS_FILE = "findings.csv"
@@ -72,9 +64,15 @@ class Settings:
     min_trials: int = 5
 
 
-@dataclass(frozen=True)
-class Analysis:
-    """What `compute` finds: the tables and figures of one results table."""
+def _of_frame(read: Callable[[pd.DataFrame], pd.DataFrame | pd.Series]) -> property:
+    """An attribute of an `Analysis` read from its results table by `read`."""
+    return property(lambda analysis: read(analysis.frame))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Analysis(PaperTables):
+    """What `compute` finds: the tables and figures of one results table, the papers' own
+    tables (`PaperTables`; each empty, and not written, where it does not apply) among them."""
 
     frame: pd.DataFrame
     correlations: pd.DataFrame
@@ -82,40 +80,14 @@ class Analysis:
     selection: pd.DataFrame
     figures: list[StudyFigure]
     settings: Settings
-    #: Schott et al.'s R^2 per model and split (with Montero et al. 2022's encoder test), and
-    #: their modularity summary; empty (and not written) when no finished trial has a
-    #: schott_* or montero2022_* split.
-    r2: pd.DataFrame = field(default_factory=pd.DataFrame)
-    r2_modularity: pd.DataFrame = field(default_factory=pd.DataFrame)
-    #: Locatello et al.'s metric-vs-metric rank correlations and each metric's spread within
-    #: and between objectives; empty (and not written) with under two metrics / objectives.
-    agreement: pd.DataFrame = field(default_factory=pd.DataFrame)
-    spread: pd.DataFrame = field(default_factory=pd.DataFrame)
     #: The papers' questions this study answers, one row each (`raystudy.analysis.findings`);
     #: written even when empty, since no question answered is itself a finding.
     findings: pd.DataFrame = field(default_factory=pd.DataFrame)
-    #: Montero et al. 2022's decoder test: held-out NLL before and after the decoder was
-    #: retrained, per model; empty (and not written) when no trial logged it.
-    decoder_test: pd.DataFrame = field(default_factory=pd.DataFrame)
-    #: Montero et al. 2021's Table 1 (composition task): D and the NLLs per condition, beside
-    #: the paper's; empty (and not written) when no trial trained the composition objective.
-    composition: pd.DataFrame = field(default_factory=pd.DataFrame)
 
-    @property
-    def status_counts(self) -> pd.Series:
-        return status_counts(self.frame)
-
-    @property
-    def unfinished(self) -> pd.DataFrame:
-        return unfinished(self.frame)
-
-    @property
-    def nonfinite(self) -> pd.DataFrame:
-        return nonfinite(self.frame)
-
-    @property
-    def unscored(self) -> pd.DataFrame:
-        return unscored(self.frame)
+    status_counts = _of_frame(results.status_counts)
+    unfinished = _of_frame(results.unfinished)
+    nonfinite = _of_frame(results.nonfinite)
+    unscored = _of_frame(results.unscored)
 
 
 def proxy_columns(frame: pd.DataFrame) -> list[str]:
@@ -145,61 +117,33 @@ def compute(
         f"rank correlations of {len(done)} finished trials in {len(groups)} groups, "
         f"{settings.n_boot} bootstrap resamples each"
     )
-    correlations = transfer_correlations(
-        done, groups, n_boot=settings.n_boot, seed=settings.seed, min_trials=settings.min_trials
-    )
+    # Every bootstrapped table and Finding draws and counts alike.
+    options = {"n_boot": settings.n_boot, "seed": settings.seed, "min_trials": settings.min_trials}
+    correlations = transfer_correlations(done, groups, **options)
     proxy = correlation_table(
-        done,
-        proxy_columns(done),
-        disentanglement_columns(done),
-        groups,
-        n_boot=settings.n_boot,
-        seed=settings.seed,
-        min_trials=settings.min_trials,
+        done, proxy_columns(done), disentanglement_columns(done), groups, **options
     )
     say("model selection and the metrics' agreement")
     selection = selection_table(done, groups, min_trials=settings.min_trials)
-    agreement = metric_agreement(
-        done, groups, n_boot=settings.n_boot, seed=settings.seed, min_trials=settings.min_trials
-    )
+    agreement = metric_agreement(done, groups, **options)
     spread = objective_spread(done)
     decoder_test = decoder_test_table(finished(frame))
     composition = composition_table(finished(frame))
     say("findings: the papers' questions this study can answer, adjusted as one family")
     tables = PaperTables(r2, modularity, agreement, spread, decoder_test, composition)
-    papers = paper_rows(
-        done,
-        correlations,
-        tables,
-        min_trials=settings.min_trials,
-        n_boot=settings.n_boot,
-        seed=settings.seed,
-    )
-    findings = findings_table(
-        done,
-        correlations,
-        proxy,
-        n_boot=settings.n_boot,
-        seed=settings.seed,
-        min_trials=settings.min_trials,
-        extra_rows=papers,
-    )
+    papers = paper_rows(done, correlations, tables, **options)
+    findings = findings_table(done, correlations, proxy, **options, extra_rows=papers)
     say("figures")
     figures = study_figures(done, correlations, proxy, r2, agreement)
     return Analysis(
-        frame,
-        correlations,
-        proxy,
-        selection,
-        figures,
-        settings,
-        r2,
-        modularity,
-        agreement,
-        spread,
-        findings,
-        decoder_test,
-        composition,
+        frame=frame,
+        settings=settings,
+        **vars(tables),
+        correlations=correlations,
+        proxy_correlations=proxy,
+        selection=selection,
+        findings=findings,
+        figures=figures,
     )
 
 
@@ -239,13 +183,11 @@ def write_analysis(
             continue
         table.to_csv(folder / name, index=False)
         files.append(folder / name)
-    figures = []
     for figure in analysis.figures:
         png = figure.png()
         if png is not None:
             (folder / figure.name).write_bytes(png)
             files.append(folder / figure.name)
-        figures.append(ReportFigure(figure.name, figure.caption, png, figure.reason))
     stale = {f.name for f in analysis.figures if f.figure is None}
     for name in stale:  # a figure that no longer applies must not linger from an earlier run
         (folder / name).unlink(missing_ok=True)
@@ -263,7 +205,7 @@ def write_analysis(
             selection=analysis.selection,
             r2=analysis.r2,
             r2_modularity=analysis.r2_modularity,
-            figures=figures,
+            figures=analysis.figures,
             spec_text=spec_text,
             settings={
                 "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -311,7 +253,7 @@ def analyze_study(
     where = "Tune storage" if from_tune else f"MLflow store ({info.tracking_uri})"
     say(f"reading the trial runs of {info.models} planned models from the {where}")
     if from_tune:
-        from raystudy.analysis.tune_results import load_tune_results
+        from raystudy.analysis.core.tune_results import load_tune_results
 
         frame, log = load_tune_results(study_dir), False
     else:

@@ -13,9 +13,10 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
-from raystudy.analysis.correlations import pivot
-from raystudy.analysis.findings import NO_FINDINGS, finding_parts
-from raystudy.analysis.selection import regret_pivot
+from raystudy.analysis.figures.study import StudyFigure
+from raystudy.analysis.findings.text import NO_FINDINGS, finding_parts
+from raystudy.analysis.tables.correlations import pivot
+from raystudy.analysis.tables.selection import regret_pivot
 from raystudy.keys import TRANSFER
 from raystudy.tags import RUN_FINISHED
 
@@ -38,14 +39,6 @@ ul.findings li { margin: .3em 0; max-width: 70em; }
 
 
 @dataclass(frozen=True)
-class ReportFigure:
-    name: str
-    caption: str
-    png: bytes | None
-    reason: str = ""
-
-
-@dataclass(frozen=True)
 class ReportInputs:
     """Everything the report shows; computed elsewhere, only formatted here."""
 
@@ -58,7 +51,7 @@ class ReportInputs:
     correlations: pd.DataFrame
     proxy_correlations: pd.DataFrame
     selection: pd.DataFrame
-    figures: Sequence[ReportFigure]
+    figures: Sequence[StudyFigure]
     spec_text: str
     settings: dict[str, object] = field(default_factory=dict)
     min_trials: int = 5
@@ -269,10 +262,11 @@ def _grouped(table: pd.DataFrame, render: Callable[[pd.DataFrame, str], str]) ->
     return "".join(parts) or '<p class="note">Nothing to show.</p>'
 
 
-def _figure_html(fig: ReportFigure) -> str:
-    if fig.png is None:
+def _figure_html(fig: StudyFigure) -> str:
+    png = fig.png()
+    if png is None:
         return f'<p class="note"><b>{_e(fig.name)}</b> not drawn: {_e(fig.reason)}.</p>'
-    data = base64.b64encode(fig.png).decode("ascii")
+    data = base64.b64encode(png).decode("ascii")
     return (
         f'<figure><img alt="{_e(fig.name)}" src="data:image/png;base64,{data}">'
         f"<figcaption><b>{_e(fig.name)}</b>: {_e(fig.caption)}</figcaption></figure>"

@@ -5,9 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from raystudy.analysis.columns import HELDOUT_NLL
-from raystudy.analysis.correlations import format_table, pivot
-from raystudy.analysis.findings import NO_FINDINGS, finding_lines
+from raystudy.analysis.core.columns import HELDOUT_NLL
+from raystudy.analysis.findings.text import NO_FINDINGS, finding_lines
 from raystudy.analysis.pipeline import (
     COMPOSITION_FILE,
     FINDINGS_FILE,
@@ -16,6 +15,7 @@ from raystudy.analysis.pipeline import (
     REPORT_FILE,
     StudyAnalysis,
 )
+from raystudy.analysis.tables.correlations import format_table, pivot
 from raystudy.phases import phase_lines
 
 

@@ -24,7 +24,7 @@ from mlflow_server import MlflowServer
 from tiny import LIGHT, SMOKE, tiny
 from typer.testing import CliRunner
 
-from raystudy.analysis.columns import RUN_NAME
+from raystudy.analysis.core.columns import RUN_NAME
 from raystudy.checks import load_spec
 from raystudy.cli import app
 from raystudy.keys import SYSTEM, TIME

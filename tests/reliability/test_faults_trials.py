@@ -21,8 +21,8 @@ from pty_run import run_on_pty, screen_lines
 from tiny import LIGHT, SMOKE, tiny
 from typer.testing import CliRunner
 
-from raystudy.analysis.columns import ERROR, RUN_NAME
-from raystudy.analysis.tune_results import load_tune_results
+from raystudy.analysis.core.columns import ERROR, RUN_NAME
+from raystudy.analysis.core.tune_results import load_tune_results
 from raystudy.checks import load_spec
 from raystudy.cli import app
 from raystudy.spec import StudySpec

@@ -23,9 +23,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from planted_tables import planted_results
 from typer.testing import CliRunner
 
-from raystudy.analysis.synthetic import planted_results
 from raystudy.checks import load_spec
 from raystudy.cli import app
 from raystudy.data import get_dataset

@@ -10,7 +10,7 @@ or external encoders), both questions are asked of its unsupervised trials only
   same rho with the design (objective, hyperparameters) held fixed; yes_if '> 0'.
 - The variance of each metric of objective_spread.csv (Sec. 5.3, Figs. 3-4), decomposed by
   sequential (type I) sums of squares of nested OLS fits on cell dummies, computed as group
-  means: within each stratum s (the trials' dataset and split, `findings_shared.where_labels`),
+  means: within each stratum s (the trials' dataset and split, `shared.where_labels`),
   RSS_0 = sum (y - mean_s)^2, RSS_1 = sum (y - mean_{s, objective})^2 and RSS_2 =
   sum (y - mean_{s, model})^2, a model being an objective with its hyperparameter values
   (`groups.model_labels`); the shares of RSS_0 are objective (RSS_0 - RSS_1) / RSS_0,
@@ -42,19 +42,20 @@ import pandas as pd
 from numpy.typing import NDArray
 from scipy import stats
 
-from raystudy.analysis.agreement import HEADLINE
-from raystudy.analysis.columns import LASSO_D, OBJECTIVE, metric
-from raystudy.analysis.design import adjusted_spearman
-from raystudy.analysis.finding_rows import finding_row
-from raystudy.analysis.findings_shared import (
+from raystudy.analysis.core.columns import LASSO_D, OBJECTIVE, metric
+from raystudy.analysis.core.groups import SUPERVISION, model_labels
+from raystudy.analysis.findings.rows import finding_row
+from raystudy.analysis.findings.shared import (
     PaperTables,
     numbers,
     rho_estimates,
     seed_count,
     where_labels,
 )
-from raystudy.analysis.groups import SUPERVISION, model_labels
-from raystudy.analysis.inference import ALPHA, Estimate
+from raystudy.analysis.stats.bootstrap import in_chunks
+from raystudy.analysis.stats.design import adjusted_spearman
+from raystudy.analysis.stats.inference import ALPHA, Estimate
+from raystudy.analysis.tables.agreement import HEADLINE
 from raystudy.keys import metric_key
 
 LOCATELLO2019 = "locatello2019"
@@ -90,6 +91,31 @@ PAPER_OUTWEIGH = (
     "yes: the random seed and the hyperparameters matter more than the choice of objective"
     f" ({_L}, Sec. 5.3, Figs. 3-4); {_NO_NUMBER}"
 )
+#: The questions of each metric's variance: (statistic, what x says, the paper's answer) ...
+_SHARE_QUESTIONS = {
+    OBJECTIVE_SHARE: ("share", "objective", PAPER_OBJECTIVE),
+    HYPERPARAMETER_SHARE: (
+        "share",
+        "hyperparameters (models within an objective)",
+        PAPER_HYPERPARAMETERS,
+    ),
+    SEED_AND_HYPERPARAMETERS_OUTWEIGH: (
+        "share_difference",
+        "seed + hyperparameter shares - objective share",
+        PAPER_OUTWEIGH,
+    ),
+}
+#: ... and each asked of a metric.
+_SHARE_TEXTS = {
+    OBJECTIVE_SHARE: "Does the choice of objective explain part of {}'s variance?",
+    HYPERPARAMETER_SHARE: (
+        "Do the hyperparameters explain part of {}'s variance beyond the objective?"
+    ),
+    SEED_AND_HYPERPARAMETERS_OUTWEIGH: (
+        "Do the random seed and the hyperparameters together explain more of {}'s variance than"
+        " the objective?"
+    ),
+}
 #: Resampled values held at once: bounds the bootstrap's memory (~32 MB of floats).
 _MAX_DRAWS = 4_000_000
 
@@ -199,15 +225,16 @@ def _bootstrap(
     of `codes`), so every cell keeps its count and the design its degrees of freedom."""
     cells, n_cells = codes[-1]
     members = [np.flatnonzero(cells == c) for c in range(n_cells)]
-    chunk = max(1, _MAX_DRAWS // max(1, values.size))
-    parts = []
-    for start in range(0, n_boot, chunk):
-        size = min(chunk, n_boot - start)
+
+    def draw(size: int) -> NDArray[np.float64]:
         index = np.empty((size, values.size), dtype=np.intp)
         for rows in members:
             index[:, rows] = rows[rng.integers(0, rows.size, (size, rows.size))]
-        parts.append(_shares(values[index], codes))
-    return _Shares(*(np.concatenate([getattr(p, f.name) for p in parts]) for f in fields(_Shares)))
+        shares = _shares(values[index], codes)
+        return np.column_stack([getattr(shares, f.name) for f in fields(_Shares)])
+
+    boot = in_chunks(n_boot, max(1, _MAX_DRAWS // max(1, values.size)), draw)
+    return _Shares(*boot.T)
 
 
 def _interval(point: float, boot: NDArray[np.float64], p_value: float, n: int) -> Estimate:
@@ -263,79 +290,57 @@ def _variance_rows(
         return
     frame, group = _unsupervised(frame)
     for name in spread["metric"]:
-        column = metric(str(name))
-        y = numbers(frame, column)
-        keep = np.isfinite(y) & frame[OBJECTIVE].notna().to_numpy()
-        sub, y = frame[keep], y[keep]
-        n = len(sub)
-        if n < min_trials:
-            continue
-        strata = where_labels(sub)
-        objective = strata + "|" + sub[OBJECTIVE].astype(str)
-        models = strata + "|" + model_labels(sub)
-        codes = [_codes(strata), _codes(objective), _codes(models)]
-        (_, g0), (_, g1), (_, g2) = codes
-        df_objective, df_hyper, df_seed = g1 - g0, g2 - g1, n - g2
-        point = _shares(y[None, :], codes)
-        if df_objective < 1 or df_seed < 1 or not np.isfinite(point.objective[0]):
-            continue
-        rng = np.random.default_rng([seed, zlib.crc32(f"locatello2019:{name}".encode())])
-        boot = _bootstrap(y, codes, n_boot, rng) if n_boot > 0 else _Shares(*[np.array([])] * 3)
-        objective_share, hyper_share = float(point.objective[0]), float(point.hyperparameters[0])
-        seed_share = float(point.seed[0])
-
-        n_objectives = int(sub[OBJECTIVE].astype(str).nunique())
-        n_models = int(model_labels(sub).nunique())
-        common = {
-            "y": str(name),
-            "group": group if g0 == 1 else f"{group}, within each of {g0} cells",
-            "n_text": f"{n} trials: {n_objectives} objectives, {n_models} models",
-            "n_seeds": seed_count(sub),
-        }
-        yield finding_row(
-            LOCATELLO2019,
-            OBJECTIVE_SHARE,
-            f"Does the choice of objective explain part of {name}'s variance?",
-            "share",
-            "> 0",
-            PAPER_OBJECTIVE,
-            x="objective",
-            pooled=_interval(
-                objective_share,
-                boot.objective,
-                _f_test(objective_share, df_objective, seed_share, df_seed),
-                n,
-            ),
-            **common,
+        yield from _share_rows(
+            frame, group, str(name), min_trials=min_trials, n_boot=n_boot, seed=seed
         )
-        if df_hyper >= 1:
-            yield finding_row(
-                LOCATELLO2019,
-                HYPERPARAMETER_SHARE,
-                f"Do the hyperparameters explain part of {name}'s variance beyond the objective?",
-                "share",
-                "> 0",
-                PAPER_HYPERPARAMETERS,
-                x="hyperparameters (models within an objective)",
-                pooled=_interval(
-                    hyper_share,
-                    boot.hyperparameters,
-                    _f_test(hyper_share, df_hyper, seed_share, df_seed),
-                    n,
-                ),
-                **common,
-            )
-        outweigh = 1.0 - 2.0 * objective_share
-        boot_outweigh = 1.0 - 2.0 * boot.objective
+
+
+def _share_rows(
+    frame: pd.DataFrame, group: str, name: str, *, min_trials: int, n_boot: int, seed: int
+) -> Iterator[dict]:
+    """The share rows of one metric (`name`) over `frame`'s trials, the group `group`."""
+    column = metric(name)
+    y = numbers(frame, column)
+    keep = np.isfinite(y) & frame[OBJECTIVE].notna().to_numpy()
+    sub, y = frame[keep], y[keep]
+    n = len(sub)
+    if n < min_trials:
+        return
+    strata = where_labels(sub)
+    objective = strata + "|" + sub[OBJECTIVE].astype(str)
+    models = strata + "|" + model_labels(sub)
+    codes = [_codes(strata), _codes(objective), _codes(models)]
+    (_, g0), (_, g1), (_, g2) = codes
+    df_objective, df_hyper, df_seed = g1 - g0, g2 - g1, n - g2
+    point = _shares(y[None, :], codes)
+    if df_objective < 1 or df_seed < 1 or not np.isfinite(point.objective[0]):
+        return
+    rng = np.random.default_rng([seed, zlib.crc32(f"locatello2019:{name}".encode())])
+    boot = _bootstrap(y, codes, n_boot, rng) if n_boot > 0 else _Shares(*[np.array([])] * 3)
+    objective_share, hyper_share = float(point.objective[0]), float(point.hyperparameters[0])
+    seed_share = float(point.seed[0])
+
+    def f_tested(share: float, resampled: NDArray[np.float64], df: int) -> Estimate:
+        """A block's share, its p-value the F-test of the block."""
+        return _interval(share, resampled, _f_test(share, df, seed_share, df_seed), n)
+
+    n_objectives = int(sub[OBJECTIVE].astype(str).nunique())
+    n_models = int(model_labels(sub).nunique())
+    common = {
+        "y": name,
+        "group": group if g0 == 1 else f"{group}, within each of {g0} cells",
+        "n_text": f"{n} trials: {n_objectives} objectives, {n_models} models",
+        "n_seeds": seed_count(sub),
+    }
+    pooled = {OBJECTIVE_SHARE: f_tested(objective_share, boot.objective, df_objective)}
+    if df_hyper >= 1:
+        pooled[HYPERPARAMETER_SHARE] = f_tested(hyper_share, boot.hyperparameters, df_hyper)
+    outweigh, boot_outweigh = 1.0 - 2.0 * objective_share, 1.0 - 2.0 * boot.objective
+    p_outweigh = _bootstrap_p(outweigh, boot_outweigh)
+    pooled[SEED_AND_HYPERPARAMETERS_OUTWEIGH] = _interval(outweigh, boot_outweigh, p_outweigh, n)
+    for question, estimate in pooled.items():
+        statistic, x, paper = _SHARE_QUESTIONS[question]
+        text = _SHARE_TEXTS[question].format(name)
         yield finding_row(
-            LOCATELLO2019,
-            SEED_AND_HYPERPARAMETERS_OUTWEIGH,
-            f"Do the random seed and the hyperparameters together explain more of {name}'s"
-            " variance than the objective?",
-            "share_difference",
-            "> 0",
-            PAPER_OUTWEIGH,
-            x="seed + hyperparameter shares - objective share",
-            pooled=_interval(outweigh, boot_outweigh, _bootstrap_p(outweigh, boot_outweigh), n),
-            **common,
+            LOCATELLO2019, question, text, statistic, "> 0", paper, x=x, pooled=estimate, **common
         )

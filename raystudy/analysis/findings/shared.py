@@ -1,11 +1,10 @@
-"""What the papers' Findings modules share (`findings_montero`, `findings_schott`,
-`findings_locatello`; gathered by `findings_papers.paper_rows`).
+"""What the papers' Findings modules share (`montero2021`, `montero2022`, `schott`,
+`locatello`; gathered by `table.paper_rows`).
 
 Each row is one question answered by one statistic with a two-sided p-value against 0, built by
-`raystudy.analysis.finding_rows.finding_row`; the Findings table adjusts the family, gives the
+`raystudy.analysis.findings.rows.finding_row`; the Findings table adjusts the family, gives the
 verdicts and the power. The questions, their statistics and the papers' answers are in
-`findings_montero`, `findings_schott` and `findings_locatello`; this module holds what they
-share:
+`montero2021`, `montero2022`, `schott` and `locatello`; this module holds what they share:
 
 - a paired difference (held-out minus training NLL of one trial, a model's NLL after minus
   before its decoder was retrained, ...) is tested with a one-sample t-test of the differences
@@ -13,7 +12,7 @@ share:
 - a rank correlation already in `correlations.csv` or `metric_agreement.csv` is read from its
   row (rho, its bootstrap interval, its p-value; the same rho with the design held fixed), never
   recomputed; only the count of dummies held fixed and the factor that carries the pooled rho,
-  which the table does not keep, come from `raystudy.analysis.design.adjusted_spearman` over
+  which the table does not keep, come from `raystudy.analysis.stats.design.adjusted_spearman` over
   the same trials;
 - a difference of differences (an OLS interaction) with the design held fixed is
   `held_fixed_coefficient`, the counterpart of `design.adjusted_difference`.
@@ -34,10 +33,10 @@ import pandas as pd
 from numpy.typing import NDArray
 from scipy import stats
 
-from raystudy.analysis.cells import CELL
-from raystudy.analysis.columns import PARAM, SPLIT
-from raystudy.analysis.design import Adjusted, held_fixed
-from raystudy.analysis.inference import ALPHA, Estimate, ols_coefficient, rho_test
+from raystudy.analysis.core.cells import CELL
+from raystudy.analysis.core.columns import PARAM, SPLIT
+from raystudy.analysis.stats.design import Adjusted, held_fixed
+from raystudy.analysis.stats.inference import ALPHA, Estimate, ols_coefficient, rho_test
 
 SEED = PARAM + "seed"
 
@@ -90,7 +89,7 @@ def paired_estimate(differences: NDArray[np.float64], level: float = 1 - ALPHA) 
 
 
 def where_labels(frame: pd.DataFrame) -> pd.Series:
-    """Each trial's cell (`raystudy.analysis.cells`), or its split when the study has one
+    """Each trial's cell (`raystudy.analysis.core.cells`), or its split when the study has one
     cell, or `all`."""
     if CELL in frame.columns:
         return frame[CELL].astype(str)
@@ -106,11 +105,12 @@ def where_group(frame: pd.DataFrame, label: str) -> str:
     return f"split={label}" if SPLIT in frame.columns else "all"
 
 
-def split_of(frame: pd.DataFrame) -> str:
-    """The split name shared by `frame`'s trials ('' when none or several)."""
-    if SPLIT not in frame.columns:
+def only_value(frame: pd.DataFrame, column: str) -> str:
+    """The value of `column` that all of `frame`'s trials share ('' when none, several, or no
+    such column)."""
+    if column not in frame.columns:
         return ""
-    names = frame[SPLIT].dropna().astype(str).unique()
+    names = frame[column].dropna().astype(str).unique()
     return str(names[0]) if len(names) == 1 else ""
 
 

@@ -35,6 +35,8 @@ from scipy import stats
 
 #: The level every Finding is judged at, after adjustment.
 ALPHA = 0.05
+#: The coverage of the intervals of a difference of means and of an OLS coefficient.
+LEVEL = 1 - ALPHA
 #: The power the detectable effect of an inconclusive Finding is quoted at.
 POWER = 0.8
 
@@ -108,10 +110,7 @@ def partial_spearman(
 
 
 def difference_test(
-    values: NDArray[np.float64],
-    indicator: NDArray[np.bool_],
-    covariates: NDArray[np.float64],
-    level: float = 1 - ALPHA,
+    values: NDArray[np.float64], indicator: NDArray[np.bool_], covariates: NDArray[np.float64]
 ) -> Estimate:
     """mean(values | indicator) - mean(values | not indicator), with `covariates` held fixed
     (the indicator's OLS coefficient) or, with none, Welch's t-test; NaN interval and p when
@@ -122,19 +121,16 @@ def difference_test(
         return Estimate.missing(n, k)
     if k == 0:
         welch = stats.ttest_ind(a, b, equal_var=False)
-        ci = welch.confidence_interval(level)
+        ci = welch.confidence_interval(LEVEL)
         value = float(a.mean() - b.mean())
         t = float(welch.statistic)
         se = abs(value / t) if t else math.inf
         return Estimate(value, float(ci.low), float(ci.high), float(welch.pvalue), se, n, 0)
-    return ols_coefficient(values, indicator[:, None].astype(np.float64), covariates, level)
+    return ols_coefficient(values, indicator[:, None].astype(np.float64), covariates)
 
 
 def ols_coefficient(
-    values: NDArray[np.float64],
-    base: NDArray[np.float64],
-    covariates: NDArray[np.float64],
-    level: float = 1 - ALPHA,
+    values: NDArray[np.float64], base: NDArray[np.float64], covariates: NDArray[np.float64]
 ) -> Estimate:
     """The coefficient of `base`'s last column in an OLS of `values` on an intercept, `base`
     (n, b) and `covariates` (n, k), with its t interval and two-sided p (statsmodels); NaN
@@ -147,7 +143,7 @@ def ols_coefficient(
         return Estimate.missing(n, k)
     fit = sm.OLS(values, design).fit()
     j = base.shape[1]
-    low, high = fit.conf_int(1 - level)[j]
+    low, high = fit.conf_int(1 - LEVEL)[j]
     return Estimate(
         float(fit.params[j]),
         float(low),

@@ -1,8 +1,8 @@
 """Results tables with known answers for the questions of Montero et al. 2021 and 2022, Schott
-et al. 2022 and Locatello et al. 2019 (`raystudy.analysis.findings_papers`): what each Findings
+et al. 2022 and Locatello et al. 2019 (`raystudy.analysis.findings.table`): what each Findings
 row must find, for tests. Each is a table of finished trials shaped like `load_results` output.
 
-Rank correlations are planted as in `raystudy.analysis.synthetic`: a score that is a monotone
+Rank correlations are planted as in `planted_tables`: a score that is a monotone
 function of a latent u ~ N(0, 1) and another of c u + N(0, 1) have the population Spearman rho
 (6 / pi) arcsin(r / 2) with r = c / sqrt(c^2 + 1) (Kendall & Gibbons 1990); differences are
 planted as constant offsets between the two values a question compares.
@@ -15,10 +15,10 @@ import math
 
 import numpy as np
 import pandas as pd
+from planted_tables import SCHOTT_FACTORS
 from scipy.special import ndtr
 
-from raystudy.analysis.columns import RUN_NAME, metric
-from raystudy.analysis.synthetic import SCHOTT_FACTORS
+from raystudy.analysis.core.columns import RUN_NAME, metric
 from raystudy.keys import eval_key, metric_key, transfer_key
 from raystudy.tags import RUN_FINISHED
 

@@ -7,7 +7,7 @@ al. (2021) report their correlations within each supervision type for that reaso
 supervision raises disentanglement and transfer at once). Here every axis that varies among the
 trials of a comparison is held fixed at once (additive dummies, one per level but the first)
 and the factor that carries a pooled association is the one that, held fixed alone, moves it
-most towards 0. Seeds are replicates and never held fixed. See `raystudy.analysis.inference`
+most towards 0. Seeds are replicates and never held fixed. See `raystudy.analysis.stats.inference`
 for the statistics.
 """
 
@@ -21,9 +21,9 @@ import pandas as pd
 from numpy.typing import NDArray
 from scipy import stats
 
-from raystudy.analysis.columns import OBJECTIVE, PARAM
-from raystudy.analysis.groups import SUPERVISION
-from raystudy.analysis.inference import Estimate, difference_test, partial_spearman
+from raystudy.analysis.core.columns import OBJECTIVE, PARAM
+from raystudy.analysis.core.groups import SUPERVISION
+from raystudy.analysis.stats.inference import Estimate, difference_test, partial_spearman
 from raystudy.data.dittadi import HELD_OUT_HUES_PARAM
 
 #: Params that are not design axes: the replicate index, and what follows from the axes (and

@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from raystudy.analysis.cells import DATASET
-from raystudy.analysis.columns import (
+from raystudy.analysis.core.cells import DATASET
+from raystudy.analysis.core.columns import (
     COMPOSITION_HELDOUT_NLL,
     COMPOSITION_NLL,
     GBT_D,

@@ -6,13 +6,12 @@ choice of objective does)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 import pandas as pd
 
-from raystudy.analysis.columns import OBJECTIVE, metric, short
-from raystudy.analysis.correlations import correlation_table
+from raystudy.analysis.core.columns import OBJECTIVE, metric, short
+from raystudy.analysis.core.groups import Groups
+from raystudy.analysis.tables.correlations import correlation_table
 from raystudy.keys import metric_key
 
 #: One score per metric, as Locatello et al. compare them; DCI's completeness and
@@ -41,12 +40,7 @@ def headline_columns(frame: pd.DataFrame) -> list[str]:
 
 
 def metric_agreement(
-    frame: pd.DataFrame,
-    groups: Sequence[tuple[str, pd.Index]],
-    *,
-    n_boot: int = 1000,
-    seed: int = 0,
-    min_trials: int = 5,
+    frame: pd.DataFrame, groups: Groups, *, n_boot: int = 1000, seed: int = 0, min_trials: int = 5
 ) -> pd.DataFrame:
     """Spearman rho of every headline metric with every other, per group, with bootstrap
     intervals (`metric_agreement.csv`); empty when fewer than two metrics were logged.

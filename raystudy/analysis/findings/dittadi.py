@@ -1,4 +1,5 @@
-"""The report's opening: the papers' questions this study's numbers can answer, one line each.
+"""Dittadi et al.'s questions as Findings rows ("On the transfer of disentangled representations
+in realistic settings", ICLR 2021).
 
 Dittadi et al. (2021) ask whether weak supervision raises disentanglement (Sec. 3, Fig. 3
 left), whether disentanglement goes with lower transfer error when only the probe's data shift
@@ -9,36 +10,21 @@ models without labels (Sec. 3, Fig. 3 right). Each question is answered here fro
 `unsupervised_vs_disentanglement.csv` (not recomputed), and the one difference of means (weak
 minus unsupervised disentanglement) gets a bootstrap of its own, resampling within each group.
 
-Every Finding is also computed with the study's design held fixed (the grid axes that vary
-among its trials, `raystudy.analysis.design`), its p-values are adjusted over the family
-(Holm), and its verdict (`finding_rows.VERDICTS`) is read from the adjusted numbers:
-
-- "yes" / "no": the adjusted p-value of the statistic with the design held fixed is below
-  0.05, in the direction the question asks / the other way (where nothing varies to hold
-  fixed, the pooled statistic is that statistic);
-- "confounded": the pooled statistic is significant after adjustment but the one with the
-  design held fixed is not (or cannot be computed): a design factor, named in `carried_by`,
-  moves both scores, and the study cannot separate the effect from it;
-- "inconclusive": neither; the row then says what effect this n could have detected and how
-  many more seeds the observed one would need (`raystudy.analysis.inference.power`, at the
-  Bonferroni level 0.05 / m, the strictest step of Holm's procedure).
-
 A question the study cannot speak to (no weakly supervised trials, input noise never varied,
 no OOD2-B scenario) has no row, rather than a blank one.
 """
 
 from __future__ import annotations
 
-import math
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from raystudy.analysis.cells import SEPARATOR
-from raystudy.analysis.columns import (
+from raystudy.analysis.core.cells import SEPARATOR
+from raystudy.analysis.core.columns import (
     GBT_D,
     NOISE_X,
     OBJECTIVE,
@@ -50,28 +36,15 @@ from raystudy.analysis.columns import (
     parse_transfer,
     short,
 )
-from raystudy.analysis.design import adjusted_difference, adjusted_spearman
-from raystudy.analysis.finding_rows import (
-    CONFOUNDED,
-    CORRELATIONS,
-    INCONCLUSIVE,
-    PAPER_ORDER,
-    adjusted_family,
-    finding_row,
-)
-from raystudy.analysis.findings_shared import rho_estimates, seed_count
-from raystudy.analysis.groups import SUPERVISION
-from raystudy.analysis.inference import (
-    POWER,
-    Estimate,
-    difference_test,
-)
+from raystudy.analysis.core.groups import SUPERVISION
+from raystudy.analysis.findings.rows import PAPER_ORDER, finding_row
+from raystudy.analysis.findings.shared import rho_estimates, seed_count
+from raystudy.analysis.stats.bootstrap import bootstrap_difference
+from raystudy.analysis.stats.design import adjusted_difference, adjusted_spearman
+from raystudy.analysis.stats.inference import Estimate, difference_test
 from raystudy.keys import eval_key
 
 DITTADI = PAPER_ORDER[0]
-#: Past this many, the seeds an observed effect needs are said as "more than" it: an
-#: approximation that far out says only that the effect is out of reach.
-MANY_SEEDS = 1000
 
 WEAK_RAISES_DIS = "weak_supervision_raises_disentanglement"
 DIS_OOD1 = "disentanglement_lowers_ood1_error"
@@ -114,42 +87,35 @@ PAPER_PROXY_UNSUPERVISED = (
 )
 #: Scenario names of the `dittadi_hues` split as the papers write them.
 _SCENARIO_NAMES = {"ood2_a": "OOD2-A, unseen hues", "ood2_b": "OOD2-B, real images"}
-#: Bootstrap replicates x trials drawn at once: bounds memory at ~16 MB of indices.
-_MAX_DRAWS = 2_000_000
 
 
-def findings_table(
+def dittadi_rows(
     frame: pd.DataFrame,
     correlations: pd.DataFrame,
     proxy_correlations: pd.DataFrame,
     *,
-    n_boot: int = 1000,
-    seed: int = 0,
-    min_trials: int = 5,
-    extra_rows: Iterable[dict[str, object]] = (),
-) -> pd.DataFrame:
-    """One row per question the study can answer (the table of `findings.csv`), adjusted as
-    one family and with its verdicts.
+    n_boot: int,
+    seed: int,
+    min_trials: int,
+) -> list[dict[str, object]]:
+    """The rows (`rows.finding_row` dicts) of Dittadi et al.'s questions that the trials answer.
 
     `frame`: the finished trials with a `supervision` column (as `compute` analyses them);
     `correlations` and `proxy_correlations`: `transfer_correlations` and the ELBO /
-    reconstruction vs disentanglement table of the same trials; `extra_rows`: other papers'
-    questions (`finding_rows.finding_row`), adjusted in the same family.
+    reconstruction vs disentanglement table of the same trials.
     """
     scores = _with_noise(frame)
     dis = disentanglement_metric(frame)
     if dis is None:  # every question is about a disentanglement score but the noise one
-        rows = list(_noise_rows(correlations, scores))
-    else:
-        # A stand-in for DCI-D is named in each question; DCI-D itself is named by the number.
-        note = "" if dis == metric(GBT_D) else f" ({short(dis)}: no {GBT_D} logged)"
-        rows = [
-            *_weak_rows(frame, dis, note, n_boot=n_boot, seed=seed, min_trials=min_trials),
-            *_transfer_rows(correlations, scores, short(dis), note),
-            *_noise_rows(correlations, scores),
-            *_proxy_rows(proxy_correlations, scores, short(dis), note),
-        ]
-    return adjusted_family([*rows, *extra_rows])
+        return list(_noise_rows(correlations, scores))
+    # A stand-in for DCI-D is named in each question; DCI-D itself is named by the number.
+    note = "" if dis == metric(GBT_D) else f" ({short(dis)}: no {GBT_D} logged)"
+    return [
+        *_weak_rows(frame, dis, note, n_boot=n_boot, seed=seed, min_trials=min_trials),
+        *_transfer_rows(correlations, scores, short(dis), note),
+        *_noise_rows(correlations, scores),
+        *_proxy_rows(proxy_correlations, scores, short(dis), note),
+    ]
 
 
 def _with_noise(frame: pd.DataFrame) -> pd.DataFrame:
@@ -171,31 +137,6 @@ def disentanglement_metric(frame: pd.DataFrame) -> str | None:
 
 def _values(frame: pd.DataFrame, column: str) -> NDArray[np.float64]:
     return frame[column].to_numpy(dtype=np.float64, na_value=np.nan)
-
-
-def bootstrap_difference(
-    a: NDArray[np.float64],
-    b: NDArray[np.float64],
-    *,
-    n_boot: int,
-    rng: np.random.Generator,
-    level: float = 0.95,
-) -> tuple[float, float, float]:
-    """mean(a) - mean(b) and its percentile-bootstrap interval, each sample resampled on its
-    own (the groups' sizes are fixed by the study's design); NaN bounds when n_boot < 1."""
-    diff = float(a.mean() - b.mean())
-    if n_boot < 1:
-        return diff, math.nan, math.nan
-    chunk = max(1, _MAX_DRAWS // (a.size + b.size))
-    reps = []
-    for start in range(0, n_boot, chunk):
-        size = min(chunk, n_boot - start)
-        means_a = a[rng.integers(0, a.size, (size, a.size))].mean(axis=1)
-        means_b = b[rng.integers(0, b.size, (size, b.size))].mean(axis=1)
-        reps.append(means_a - means_b)
-    tail = (1.0 - level) / 2.0 * 100.0
-    low, high = np.percentile(np.concatenate(reps), [tail, 100.0 - tail])
-    return diff, float(low), float(high)
 
 
 def _weak_rows(
@@ -340,65 +281,3 @@ def _proxy_rows(proxy: pd.DataFrame, scores: pd.DataFrame, dis: str, note: str) 
             paper = PAPER_PROXY.get((proxy_name, kind), PAPER_PROXY_UNSUPERVISED)
             yes_if = "> 0" if direction == "max" else "< 0"
             yield _rho_row(PROXY_DIS, text, yes_if, rows.iloc[0], paper, scores)
-
-
-def _p(value: float) -> str:
-    return f"{value:.2g}" if math.isfinite(value) else "n/a"
-
-
-def _interval(low: float, high: float) -> str:
-    return f"[{low:+.2f}, {high:+.2f}]" if np.isfinite(low) and np.isfinite(high) else "[no CI]"
-
-
-def finding_parts(row: pd.Series) -> tuple[str, str, str]:
-    """A finding's question, its verdict ('Yes', 'No', 'Inconclusive', 'Confounded'), and the
-    rest of its line: the pooled number with its interval, p-values (raw and Holm) and n; the
-    same with the design held fixed; what carries a confounded one; the power of an
-    inconclusive one; and what the paper reported."""
-    if row["statistic"] == "difference" and str(row["x"]).startswith(SUPERVISION):
-        measure = f"mean {row['y']}, {row['x'].replace(SUPERVISION + '=', '')}"
-    elif row["statistic"] == "rho":
-        measure = f"rho({row['x']}, {row['y']})"
-    else:
-        measure = f"{row['statistic']} of {row['y']} ({row['x']})"
-    rest = (
-        f"{measure} = {row['value']:+.2f} {_interval(row['ci_low'], row['ci_high'])}, "
-        f"p = {_p(row['p_value'])} (Holm {_p(row['p_holm'])}), n = {row['n_text']}"
-    )
-    held = row["held_fixed"] if isinstance(row["held_fixed"], str) else ""
-    if held:
-        rest += (
-            f"; with {held} held fixed: {row['within_value']:+.2f} "
-            f"{_interval(row['within_ci_low'], row['within_ci_high'])}, "
-            f"p = {_p(row['within_p'])} (Holm {_p(row['within_p_holm'])})"
-        )
-    carried = row["carried_by"] if isinstance(row["carried_by"], str) else ""
-    if row["verdict"] == CONFOUNDED:
-        rest += f", carried by {carried}" if carried else ", which the design cannot separate"
-    if row["verdict"] in (INCONCLUSIVE, CONFOUNDED) and np.isfinite(row["detectable"]):
-        size = "|rho|" if row["statistic"] in CORRELATIONS else "an effect"
-        rest += f"; this n detects {size} >= {row['detectable']:.2f} ({POWER:.0%} power)"
-        if np.isfinite(row["more_seeds"]) and row["more_seeds"] > MANY_SEEDS:
-            rest += f", the observed one needs over {MANY_SEEDS:,} more seeds"
-        elif np.isfinite(row["more_seeds"]):
-            rest += f", the observed one needs ~{row['more_seeds']:.0f} more seeds"
-    return str(row["text"]), str(row["verdict"]).capitalize(), f"{rest}. Paper: {row['paper']}."
-
-
-def finding_line(row: pd.Series) -> str:
-    """One finding as a sentence: `<question> <Verdict>: <number> [CI], n. Paper: <...>.`"""
-    question, answer, rest = finding_parts(row)
-    return f"{question} {answer}: {rest}"
-
-
-def finding_lines(table: pd.DataFrame) -> list[str]:
-    return [finding_line(row) for _, row in table.iterrows()]
-
-
-#: Said in place of the findings when the study can answer none of the questions.
-NO_FINDINGS = (
-    "None of the papers' questions can be answered from these trials: they need a"
-    " disentanglement score (dis/*) logged beside transfer scores of OOD1 / OOD2 scenarios"
-    " (split dittadi_hues), weakly supervised and unsupervised models, or input noise varied,"
-    " with enough finished trials for each."
-)

@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from raystudy.analysis.cells import DATASET
-from raystudy.analysis.columns import SPLIT, transfer_scores
-from raystudy.analysis.groups import model_labels, natural_order
+from raystudy.analysis.core.cells import DATASET
+from raystudy.analysis.core.columns import SPLIT, transfer_scores
+from raystudy.analysis.core.groups import model_labels, natural_order
 
 #: A split of Schott et al. is registered as `schott_<kind>` (`raystudy.data.schott`), one of
 #: Montero et al. 2022 as `montero2022_<condition>` (`raystudy.data.montero2022`).

@@ -10,7 +10,6 @@ too few trials, or a score that does not vary, is blank rather than a number.
 
 from __future__ import annotations
 
-import warnings
 import zlib
 from collections.abc import Sequence
 
@@ -19,8 +18,8 @@ import pandas as pd
 from numpy.typing import NDArray
 from scipy.stats import rankdata, spearmanr
 
-from raystudy.analysis.cells import CELL, SEPARATOR
-from raystudy.analysis.columns import (
+from raystudy.analysis.core.cells import CELL, SEPARATOR
+from raystudy.analysis.core.columns import (
     HELDOUT_NLL,
     NOISE_X,
     PARAM,
@@ -30,8 +29,10 @@ from raystudy.analysis.columns import (
     short,
     transfer_columns,
 )
-from raystudy.analysis.design import design_factors, dummies
-from raystudy.analysis.inference import (
+from raystudy.analysis.core.groups import Groups
+from raystudy.analysis.stats.bootstrap import bootstrap_spearman
+from raystudy.analysis.stats.design import design_factors, dummies
+from raystudy.analysis.stats.inference import (
     Estimate,
     benjamini_hochberg,
     residuals,
@@ -57,101 +58,13 @@ COLUMNS = [
     "held_fixed",
 ]
 _FLOATS = [c for c in COLUMNS if c not in ("x", "y", "group", "n", "held_fixed")]
-#: Bootstrap replicates resampled at once; bounds memory at ~ chunk x trials x columns floats.
-_MAX_CHUNK_FLOATS = 4_000_000
-
-
-def bootstrap_weights(n: int, n_boot: int, rng: np.random.Generator) -> NDArray[np.float64]:
-    """(n_boot, n) counts: how often each trial is drawn in each bootstrap resample."""
-    draws = rng.integers(0, n, size=(n_boot, n))
-    offsets = np.arange(n_boot)[:, None] * n
-    counts = np.bincount((draws + offsets).ravel(), minlength=n_boot * n)
-    return counts.reshape(n_boot, n).astype(np.float64)
-
-
-def _weighted_ranks(
-    weights: NDArray[np.float64], codes: NDArray[np.intp], n_classes: int
-) -> NDArray[np.float64]:
-    """Average ranks (ties share their mean rank, as `scipy.stats.rankdata`) of one column in
-    each weighted resample, without sorting: the order of a resample is the order of the
-    original distinct values, so counting draws per value class gives every rank.
-
-    A value class k drawn c_k times occupies positions S_{k-1}+1 .. S_k (S the cumulative
-    counts), so its average rank is S_k - (c_k - 1) / 2.
-    """
-    n_boot = weights.shape[0]
-    flat = (np.arange(n_boot)[:, None] * n_classes + codes[None, :]).ravel()
-    counts = np.bincount(flat, weights=weights.ravel(), minlength=n_boot * n_classes)
-    counts = counts.reshape(n_boot, n_classes)
-    ends = np.cumsum(counts, axis=1)
-    return (ends - (counts - 1.0) / 2.0)[:, codes]
-
-
-def _standardised(
-    weights: NDArray[np.float64], columns: NDArray[np.float64]
-) -> NDArray[np.float64]:
-    """(B, n, c): each column's resample ranks, centred and scaled to unit weighted variance
-    (NaN where a resample holds a single distinct value: rho is undefined there)."""
-    total = weights.sum(axis=1, keepdims=True)
-    out = np.empty((*weights.shape, columns.shape[1]))
-    for j in range(columns.shape[1]):
-        values, codes = np.unique(columns[:, j], return_inverse=True)
-        ranks = _weighted_ranks(weights, codes.ravel(), values.size)
-        # Ranks of n items always average (n + 1) / 2.
-        centred = ranks - (total + 1.0) / 2.0
-        var = (weights * centred**2).sum(axis=1, keepdims=True) / total
-        with np.errstate(invalid="ignore", divide="ignore"):
-            out[:, :, j] = np.where(var > 1e-12, centred / np.sqrt(var), np.nan)
-    return out
-
-
-def weighted_spearman(
-    weights: NDArray[np.float64], x: NDArray[np.float64], y: NDArray[np.float64]
-) -> NDArray[np.float64]:
-    """(B, p, q) Spearman's rho between every column of x (n, p) and of y (n, q), in each of
-    the B weighted resamples `weights` (B, n). Ones as weights give the sample's own rho."""
-    zx, zy = _standardised(weights, x), _standardised(weights, y)
-    total = weights.sum(axis=1)[:, None, None]
-    return np.matmul(np.swapaxes(zx * weights[:, :, None], 1, 2), zy) / total
-
-
-def bootstrap_spearman(
-    x: NDArray[np.float64],
-    y: NDArray[np.float64],
-    *,
-    n_boot: int,
-    rng: np.random.Generator,
-    level: float = 0.95,
-) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
-    """rho (p, q) of the sample and its percentile-bootstrap interval (low, high), resampling
-    rows (trials) jointly for all pairs. Complete data only (no NaN).
-
-    An interval is NaN when under half the resamples define rho (a score almost constant).
-    """
-    n = x.shape[0]
-    rho = weighted_spearman(np.ones((1, n)), x, y)[0]
-    if n_boot < 1:
-        return rho, np.full_like(rho, np.nan), np.full_like(rho, np.nan)
-    chunk = max(1, _MAX_CHUNK_FLOATS // max(1, n * (x.shape[1] + y.shape[1])))
-    reps = [
-        weighted_spearman(bootstrap_weights(n, min(chunk, n_boot - start), rng), x, y)
-        for start in range(0, n_boot, chunk)
-    ]
-    boot = np.concatenate(reps)
-    valid = np.isfinite(boot).sum(axis=0)
-    tail = (1.0 - level) / 2.0 * 100.0
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN cells are masked below
-        low, high = np.nanpercentile(boot, [tail, 100.0 - tail], axis=0)
-    enough = (valid * 2 >= n_boot) & np.isfinite(rho)
-    return rho, np.where(enough, low, np.nan), np.where(enough, high, np.nan)
 
 
 def correlation_table(
     frame: pd.DataFrame,
     x_columns: Sequence[str],
     y_columns: Sequence[str],
-    groups: Sequence[tuple[str, pd.Index]],
+    groups: Groups,
     *,
     n_boot: int = 1000,
     seed: int = 0,
@@ -160,7 +73,7 @@ def correlation_table(
 ) -> pd.DataFrame:
     """One row per (x, y, group): n trials with both values, rho and its bootstrap interval,
     its p-value and the table's Benjamini-Hochberg q-value, and the same rho with the design
-    factors that vary among those trials held fixed (`raystudy.analysis.design`).
+    factors that vary among those trials held fixed (`raystudy.analysis.stats.design`).
 
     Each pair uses the trials where both scores exist; pairs with the same such trials share
     their resamples. The resamples of a group depend only on `seed`, the group name and its
@@ -297,7 +210,7 @@ def _rank_residuals(
 def heldout_nll_targets(frame: pd.DataFrame) -> pd.DataFrame:
     """The held-out reconstruction NLL (Montero et al. 2021) as correlation targets: one
     column per cell (`eval/recon_heldout@<cell>`, empty outside it) when the table has a
-    `cell` column (`raystudy.analysis.cells`), else the one column; none when not logged.
+    `cell` column (`raystudy.analysis.core.cells`), else the one column; none when not logged.
 
     Each split holds out its own combinations, so NLLs of two splits are never pooled (the
     same reason transfer scores are split by cell)."""
@@ -314,12 +227,7 @@ def heldout_nll_targets(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def transfer_correlations(
-    frame: pd.DataFrame,
-    groups: Sequence[tuple[str, pd.Index]],
-    *,
-    n_boot: int = 1000,
-    seed: int = 0,
-    min_trials: int = 5,
+    frame: pd.DataFrame, groups: Groups, *, n_boot: int = 1000, seed: int = 0, min_trials: int = 5
 ) -> pd.DataFrame:
     """The table of `correlations.csv`: every predictor (`dis/*`, `eval/*`, `down/*`, and
     input noise as 0/1 when it varies: Dittadi et al. 2021, Fig. 6 top row) against every

@@ -14,18 +14,18 @@ what picking a model at random costs on average, the baseline a useful proxy mus
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
-from raystudy.analysis.columns import (
+from raystudy.analysis.core.columns import (
     RUN_NAME,
     predictor_columns,
     selection_direction,
     short,
     transfer_scores,
 )
+from raystudy.analysis.core.groups import Groups
 
 COLUMNS = [
     "scenario",
@@ -65,12 +65,7 @@ def select(scores: np.ndarray, errors: np.ndarray, direction: str) -> tuple[int,
     return int(both[tied[0]]), float(e[tied].mean())
 
 
-def selection_table(
-    frame: pd.DataFrame,
-    groups: Sequence[tuple[str, pd.Index]],
-    *,
-    min_trials: int = 5,
-) -> pd.DataFrame:
+def selection_table(frame: pd.DataFrame, groups: Groups, *, min_trials: int = 5) -> pd.DataFrame:
     """One row per (scenario, probe, group, selector) for every `transfer/*/mae` score.
 
     A cell with fewer than `min_trials` trials holding both scores, or whose selector is

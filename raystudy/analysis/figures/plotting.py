@@ -12,8 +12,8 @@ from matplotlib.axes import Axes
 from matplotlib.colors import TwoSlopeNorm, to_hex
 from matplotlib.figure import Figure
 
-from raystudy.analysis.correlations import pivot
-from raystudy.analysis.groups import SUPERVISION, SUPERVISION_ORDER
+from raystudy.analysis.core.groups import SUPERVISION, SUPERVISION_ORDER
+from raystudy.analysis.tables.correlations import pivot
 
 COLOURS = {"unsupervised": "#4C72B0", "weak": "#DD8452", "reference": "#55A868"}
 DPI = 110

@@ -15,8 +15,8 @@ from typing import Any
 
 import pandas as pd
 
-from raystudy.analysis.columns import ERROR, METRIC, PARAM, RUN_NAME
-from raystudy.analysis.errors import AnalysisError
+from raystudy.analysis.core.columns import ERROR, METRIC, PARAM, RUN_NAME
+from raystudy.analysis.core.errors import AnalysisError
 from raystudy.data.split_registry import split_tag
 from raystudy.study.folder import StudyInfo, load_study_spec, tune_dir_of
 from raystudy.study.records import StudyLayout, model_params, models_of

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit, ndtr
 
-from raystudy.analysis.columns import ERROR, RUN_NAME, metric
+from raystudy.analysis.core.columns import ERROR, RUN_NAME, metric
 from raystudy.keys import TRANSFER, eval_key, metric_key, transfer_key
 from raystudy.tags import RUN_FAILED, RUN_FINISHED, RUN_RUNNING
 

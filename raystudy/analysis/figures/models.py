@@ -9,8 +9,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from raystudy.analysis.agreement import headline_columns
-from raystudy.analysis.columns import (
+from raystudy.analysis.core.columns import (
     GBT_D,
     HELDOUT_NLL,
     LASSO_D,
@@ -22,10 +21,8 @@ from raystudy.analysis.columns import (
     metric,
     short,
 )
-from raystudy.analysis.correlations import pivot
-from raystudy.analysis.figures_transfer import DCI
-from raystudy.analysis.groups import SUPERVISION, model_labels, natural_order
-from raystudy.analysis.plotting import (
+from raystudy.analysis.core.groups import SUPERVISION, model_labels, natural_order
+from raystudy.analysis.figures.plotting import (
     COLOURS,
     dot,
     grid,
@@ -36,6 +33,9 @@ from raystudy.analysis.plotting import (
     rho_label,
     supervision_kinds,
 )
+from raystudy.analysis.figures.transfer import DCI
+from raystudy.analysis.tables.agreement import headline_columns
+from raystudy.analysis.tables.correlations import pivot
 from raystudy.keys import eval_key, metric_key
 
 #: More models than this are coloured by objective: a legend of 30 colours tells none apart.

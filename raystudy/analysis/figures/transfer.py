@@ -8,7 +8,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from raystudy.analysis.columns import (
+from raystudy.analysis.core.columns import (
     GBT_D,
     INPUT_NOISE,
     disentanglement_columns,
@@ -17,9 +17,8 @@ from raystudy.analysis.columns import (
     short,
     transfer_scores,
 )
-from raystudy.analysis.correlations import pivot
-from raystudy.analysis.groups import SUPERVISION, natural_order
-from raystudy.analysis.plotting import (
+from raystudy.analysis.core.groups import SUPERVISION, natural_order
+from raystudy.analysis.figures.plotting import (
     binned_boxes,
     dot,
     grid,
@@ -27,7 +26,8 @@ from raystudy.analysis.plotting import (
     jitter,
     palette,
 )
-from raystudy.analysis.r2_table import split_kind
+from raystudy.analysis.tables.correlations import pivot
+from raystudy.analysis.tables.r2 import split_kind
 from raystudy.keys import TRANSFER
 
 #: The disentanglement metric plotted against transfer (Figs. 4, 14), first present wins.

@@ -8,7 +8,7 @@ first. The columns:
 - `value`, `ci_low`, `ci_high`, `p_value`: the statistic over the trials pooled (its 95%
   interval, two-sided p-value against 0), `p_holm` the same p adjusted over the family;
 - `within_*`: the same statistic with the design factors in `held_fixed` held fixed
-  (`raystudy.analysis.design`); equal to the pooled one where nothing varies to hold fixed or
+  (`raystudy.analysis.stats.design`); equal to the pooled one where nothing varies to hold fixed or
   the statistic is a contrast within each model already;
 - `carried_by`: the design factor that, held fixed alone, moves the pooled statistic furthest
   towards 0; named in the verdict `confounded`;
@@ -23,8 +23,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from raystudy.analysis.design import Adjusted
-from raystudy.analysis.inference import ALPHA, Estimate, holm, power
+from raystudy.analysis.stats.design import Adjusted
+from raystudy.analysis.stats.inference import ALPHA, Estimate, holm, power
 
 COLUMNS = [
     "paper_id",

@@ -3,11 +3,12 @@
 Each figure function takes finished trials (a `supervision` column included) and returns a
 matplotlib Figure, or None when the study holds nothing to draw; `study_figures` lists them
 with a caption, or with the reason one was left out. The figures are drawn in
-`figures_models` and `figures_transfer`, with the helpers of `plotting`.
+`models`, `transfer` and `decoder_test`, with the helpers of `plotting`.
 """
 
 from __future__ import annotations
 
+import functools
 import io
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,9 +16,9 @@ from dataclasses import dataclass
 import pandas as pd
 from matplotlib.figure import Figure
 
-from raystudy.analysis.columns import DECODER_TEST_HELDOUT_NLL, HELDOUT_NLL
-from raystudy.analysis.decoder_table import decoder_test_figure, decoder_test_table
-from raystudy.analysis.figures_models import (
+from raystudy.analysis.core.columns import DECODER_TEST_HELDOUT_NLL, HELDOUT_NLL
+from raystudy.analysis.figures.decoder_test import decoder_test_figure
+from raystudy.analysis.figures.models import (
     agreement_heatmaps,
     disentanglement_violins,
     proxy_heatmaps,
@@ -25,13 +26,14 @@ from raystudy.analysis.figures_models import (
     reconstruction_splits,
     scores_by_objective,
 )
-from raystudy.analysis.figures_transfer import (
+from raystudy.analysis.figures.plotting import DPI
+from raystudy.analysis.figures.transfer import (
     input_noise_effect,
     per_factor_transfer,
     r2_by_split,
     transfer_vs_dci,
 )
-from raystudy.analysis.plotting import DPI
+from raystudy.analysis.tables.decoder_test import decoder_test_table
 
 
 @dataclass(frozen=True)
@@ -44,7 +46,12 @@ class StudyFigure:
     reason: str = ""
 
     def png(self) -> bytes | None:
-        """The figure as PNG bytes (None when there is no figure)."""
+        """The figure as PNG bytes (None when there is no figure), rendered once: the file
+        and the report show the same bytes."""
+        return self._png
+
+    @functools.cached_property
+    def _png(self) -> bytes | None:
         if self.figure is None:
             return None
         buffer = io.BytesIO()

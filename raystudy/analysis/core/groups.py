@@ -9,13 +9,13 @@ transfer; reference models (a supervised encoder, the ground-truth decoder of Mo
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import pandas as pd
 
-from raystudy.analysis.cells import CELL, DATASET
-from raystudy.analysis.columns import OBJECTIVE, PARAM, SPLIT
-from raystudy.analysis.errors import AnalysisError
+from raystudy.analysis.core.cells import CELL, DATASET
+from raystudy.analysis.core.columns import OBJECTIVE, PARAM, SPLIT
+from raystudy.analysis.core.errors import AnalysisError
 from raystudy.tags import EXTERNAL_ROLE, ROLE_TAG
 from raystudy.tags import column as tag_column
 
@@ -29,6 +29,8 @@ REFERENCE = SUPERVISED | {"gt_decoder"}
 EXTERNAL = "external"
 SUPERVISION_ORDER = ("unsupervised", "weak", "reference", EXTERNAL)
 SUPERVISION = "supervision"
+#: Named sets of trials, as `trial_groups` gives them: (group name, the trials' row labels).
+Groups = Sequence[tuple[str, pd.Index]]
 
 #: Short names a user may pass to `--by` for the usual grid axes.
 AXIS_ALIASES = {
@@ -99,7 +101,7 @@ def resolve_axis(frame: pd.DataFrame, axis: str) -> str:
 
 def trial_groups(frame: pd.DataFrame, by: Iterable[str] = ()) -> list[tuple[str, pd.Index]]:
     """(group name, row labels) for `all`, each supervision type present, each cell of a
-    study over several datasets or splits (`cell=<name>`, see `raystudy.analysis.cells`),
+    study over several datasets or splits (`cell=<name>`, see `raystudy.analysis.core.cells`),
     and each value of each `by` axis (`<param key>=<value>`), in that order. `frame` needs
     `supervision`. Axes that name the same parameter (`model`, `objective`) count once."""
     groups: list[tuple[str, pd.Index]] = [("all", frame.index)]

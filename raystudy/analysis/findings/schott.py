@@ -30,21 +30,22 @@ from collections.abc import Iterator
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
-from raystudy.analysis.cells import SEPARATOR
-from raystudy.analysis.columns import OBJECTIVE, SPLIT, transfer_scores
-from raystudy.analysis.design import adjusted_difference, design_factors
-from raystudy.analysis.finding_rows import finding_row
-from raystudy.analysis.findings_shared import (
+from raystudy.analysis.core.cells import SEPARATOR
+from raystudy.analysis.core.columns import OBJECTIVE, SPLIT, transfer_scores
+from raystudy.analysis.core.groups import SUPERVISED, SUPERVISION, model_labels, natural_order
+from raystudy.analysis.findings.rows import finding_row
+from raystudy.analysis.findings.shared import (
     PaperTables,
     held_fixed_coefficient,
     numbers,
     paired_estimate,
     seed_count,
 )
-from raystudy.analysis.groups import SUPERVISED, SUPERVISION, model_labels, natural_order
-from raystudy.analysis.inference import difference_test
-from raystudy.analysis.r2_table import SCHOTT_PREFIX, split_kind
+from raystudy.analysis.stats.design import Adjusted, adjusted_difference, design_factors
+from raystudy.analysis.stats.inference import Estimate, difference_test
+from raystudy.analysis.tables.r2 import SCHOTT_PREFIX, split_kind
 from raystudy.keys import transfer_key
 
 SCHOTT2022 = "schott2022"
@@ -79,6 +80,9 @@ PAPER_MODULAR = (
     f" factors remaining fairly stable when only one factor is out of distribution ({_S},"
     f" abstract); {_NO_NUMBER}"
 )
+#: The R^2 questions asked of the trials: (question, statistic, the paper's answer).
+_DROP = (R2_DROPS, "r2_drop", PAPER_DROP)
+_SHRINK = (SUPERVISION_SHRINKS_DROP, "drop_difference", PAPER_SUPERVISION)
 #: The column the difference tests read (added to a copy of the trials).
 _R2 = "_r2"
 
@@ -142,21 +146,9 @@ def _drop_rows(
                 within = adjusted_difference(
                     sub.assign(**{_R2: values}), _R2, flag, exclude=_split_columns(sub)
                 )
-                yield finding_row(
-                    SCHOTT2022,
-                    R2_DROPS,
-                    f"Does {model}'s R^2 drop from the random split to {kind} ({probe} readout)?",
-                    "r2_drop",
-                    "> 0",
-                    PAPER_DROP,
-                    x=f"{SCHOTT_PREFIX}{RANDOM} - {SCHOTT_PREFIX}{kind}",
-                    y=transfer_key("test", probe, "r2"),
-                    group=f"model={model}",
-                    pooled=pooled,
-                    n_text=f"{int(flag.sum())} + {int((~flag).sum())}",
-                    within=within,
-                    n_seeds=seed_count(sub),
-                )
+                text = f"Does {model}'s R^2 drop from the random split to {kind} ({probe} readout)?"
+                x = f"{SCHOTT_PREFIX}{RANDOM} - {SCHOTT_PREFIX}{kind}"
+                yield _r2_row(_DROP, text, x, f"model={model}", probe, sub, flag, (pooled, within))
 
 
 def _supervision_rows(
@@ -183,22 +175,45 @@ def _supervision_rows(
                 excluded = {*_split_columns(sub), SUPERVISION}
                 factors = [f for f in design_factors(sub) if f not in excluded]
                 pooled, within = held_fixed_coefficient(sub, r2[keep].to_numpy(), base, factors)
-                yield finding_row(
-                    SCHOTT2022,
-                    SUPERVISION_SHRINKS_DROP,
+                text = (
                     f"Does {said} shrink the R^2 drop from the random split to {kind}"
-                    f" ({probe} readout)?",
-                    "drop_difference",
-                    "> 0",
-                    PAPER_SUPERVISION,
-                    x=f"drop(unsupervised) - drop({name})",
-                    y=transfer_key("test", probe, "r2"),
-                    group=f"{label}, {SUPERVISION}=unsupervised",
-                    pooled=pooled,
-                    n_text=f"{int(group.sum())} + {int((~group).sum())}",
-                    within=within,
-                    n_seeds=seed_count(sub),
+                    f" ({probe} readout)?"
                 )
+                x = f"drop(unsupervised) - drop({name})"
+                where = f"{label}, {SUPERVISION}=unsupervised"
+                yield _r2_row(_SHRINK, text, x, where, probe, sub, group, (pooled, within))
+
+
+def _r2_row(
+    question: tuple[str, str, str],
+    text: str,
+    x: str,
+    group: str,
+    probe: str,
+    trials: pd.DataFrame,
+    sides: NDArray[np.bool_],
+    estimates: tuple[Estimate, Adjusted],
+) -> dict[str, object]:
+    """The row of an R^2 `question` (`_DROP`, `_SHRINK`) asked of `trials`, `probe` readout:
+    `sides` marks the trials of the first of the two sides compared; `estimates` the pooled
+    statistic and the one with the design held fixed."""
+    name, statistic, paper = question
+    pooled, within = estimates
+    return finding_row(
+        SCHOTT2022,
+        name,
+        text,
+        statistic,
+        "> 0",
+        paper,
+        x=x,
+        y=transfer_key("test", probe, "r2"),
+        group=group,
+        pooled=pooled,
+        n_text=f"{int(sides.sum())} + {int((~sides).sum())}",
+        within=within,
+        n_seeds=seed_count(trials),
+    )
 
 
 def _modularity_rows(

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from raystudy.analysis.columns import ERROR, INVALID, METRIC, RUN_NAME
-from raystudy.analysis.groups import with_supervision
+from raystudy.analysis.core.columns import ERROR, INVALID, METRIC, RUN_NAME
+from raystudy.analysis.core.groups import with_supervision
 from raystudy.study.folder import STUDY_FILE, StudyInfo, check_store, study_path
 from raystudy.tags import RUN_FINISHED
 from raystudy.tracking.reader import trial_runs_table
