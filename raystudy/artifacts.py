@@ -3,7 +3,7 @@
 - `reconstructions.png`: inputs of the encoder's training distribution (top row) over their
   reconstructions (bottom row);
 - `heldout_reconstructions.png` (`heldout_reconstructions_<set>.png` when a split has several
-  held-out sets, `raystudy.data.heldout`): inputs the encoder never trained on, their
+  held-out sets, `raystudy.data.splits.heldout`): inputs the encoder never trained on, their
   reconstructions, and the nearest combination it did train on, rendered in `sim` (Montero et
   al. 2021, Figs. 2a/9/12; Dittadi et al. 2021, Figs. 7/16/17);
 - `traversals.png`: one latent dimension varied per row, the others held at one image's code
@@ -36,8 +36,8 @@ from matplotlib.figure import Figure
 from numpy.typing import NDArray
 
 from raystudy.data import GroundTruthDataset, Split
-from raystudy.data.composition import HELDOUT_ROLES, TRAIN_ROLES, Triples, sample_triples
-from raystudy.data.heldout import (
+from raystudy.data.splits.composition import HELDOUT_ROLES, TRAIN_ROLES, Triples, sample_triples
+from raystudy.data.splits.heldout import (
     TRAIN_DOMAIN,
     HeldoutSet,
     differences,

@@ -493,8 +493,8 @@ def test_rows_are_finding_rows_and_paired_tests_match_scipy() -> None:
 
 def test_split_kinds_match_the_split_registry() -> None:
     """Every Montero split the data layer defines has its kind here, from its own table."""
-    from raystudy.data import montero2022
-    from raystudy.data.split_registry import SPLITS
+    from raystudy.data.splits.papers import montero2022
+    from raystudy.data.splits.registry import SPLITS
 
     families = {
         "recomb2element": "recombination-to-element",

@@ -19,7 +19,7 @@ from raystudy.analysis.composition import composition_table
 from raystudy.artifacts import composed, draw_composition_trials
 from raystudy.checks import load_spec
 from raystudy.data import get_dataset, get_split
-from raystudy.data.composition import (
+from raystudy.data.splits.composition import (
     HELDOUT_ROLES,
     TRAIN_ROLES,
     composition_problem,

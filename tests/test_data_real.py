@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from raystudy.data import get_dataset
-from raystudy.data.jpeg import jpeg_roundtrip
-from raystudy.data.real_domain import (
+from raystudy.data.domains.jpeg import jpeg_roundtrip
+from raystudy.data.domains.real import (
     NOISE_BANK,
     RealShift,
     barrel_grid,

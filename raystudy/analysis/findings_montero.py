@@ -75,7 +75,7 @@ from raystudy.analysis.findings_shared import (
 )
 from raystudy.analysis.groups import REFERENCE, SUPERVISION
 from raystudy.analysis.r2_table import MONTERO2022_PREFIX
-from raystudy.data.montero import VARIANT_KINDS
+from raystudy.data.splits.papers.montero2021 import VARIANT_KINDS
 from raystudy.keys import transfer_key
 
 MONTERO2021 = "montero2021"
@@ -95,13 +95,13 @@ ELEMENT, RANGE, EXTRAPOLATION = (
 )
 #: The 2022 code's interpolation conditions (held-out hue values between training ones).
 INTERPOLATION = "interpolation"
-#: Each split of Montero et al.'s conditions and its kind (raystudy.data.montero: the 2021
-#: splits; raystudy.data.montero2022: the 2022 paper's conditions, bracketed by family).
+#: Each split of Montero et al.'s conditions and its kind (raystudy.data.splits.papers:
+#: montero2021, the 2021 splits; montero2022, the 2022 paper's conditions, bracketed by family).
 SPLIT_KINDS: dict[str, str] = {
     "montero_element": ELEMENT,
     "montero_range": RANGE,
     "montero_extrapolation": EXTRAPOLATION,
-    # every condition of the 2021 code (raystudy.data.montero.VARIANT_KINDS)
+    # every condition of the 2021 code (raystudy.data.splits.papers.montero2021.VARIANT_KINDS)
     **{
         f"montero2021_{name}": {"element": ELEMENT, "range": RANGE}.get(kind, EXTRAPOLATION)
         for name, kind in VARIANT_KINDS.items()
@@ -123,7 +123,7 @@ SPLIT_KINDS: dict[str, str] = {
                     "objc2horz",
                     "midpos",
                     "shape2px",
-                    # the code's further variants (raystudy.data.montero2022_variants)
+                    # the code's further variants (raystudy.data.splits.papers.montero2022_variants)
                     "ell2tx",
                     "sqr2scl",
                     "sqr2tx_cent",

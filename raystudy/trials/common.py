@@ -20,7 +20,7 @@ import torch
 
 from raystudy import artifacts
 from raystudy.data import GroundTruthDataset, Split
-from raystudy.data.split_registry import split_tag
+from raystudy.data.splits.registry import split_tag
 from raystudy.disk_full import is_disk_full
 from raystudy.lineage import data_input, lineage
 from raystudy.models import VAE, Objective, build, model_cost
