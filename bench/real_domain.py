@@ -64,7 +64,9 @@ def with_shift(name: str, old: ModuleType | None) -> ProceduralDataset:
     ds = get_dataset(name)
     assert isinstance(ds, ProceduralDataset)
     if old is not None:
-        ds._real_shift = old.RealShift(ds.channels, ds.resolution, ds.real_seed)
+        ds.__dict__.setdefault("_shifts", {})["real"] = old.RealShift(
+            ds.channels, ds.resolution, ds.real_seed
+        )
     return ds
 
 

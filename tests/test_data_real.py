@@ -10,14 +10,8 @@ import torch
 
 from raystudy.data import get_dataset
 from raystudy.data.domains.jpeg import jpeg_roundtrip
-from raystudy.data.domains.real import (
-    NOISE_BANK,
-    RealShift,
-    barrel_grid,
-    binomial_blur,
-    mix32,
-    uniforms,
-)
+from raystudy.data.domains.camera import NOISE_BANK, barrel_grid, binomial_blur, mix32, uniforms
+from raystudy.data.domains.real import RealShift
 
 PROCEDURAL = ["dsprites", "color_dsprites", "shapes3d", "finger", "mpi3d"]
 

@@ -8,6 +8,7 @@ import inspect
 import os
 import types
 import typing
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
@@ -37,13 +38,11 @@ def get_dataset(name: str, **options: Any) -> GroundTruthDataset:
     Option values are checked against the constructor's type hints (``resolution: int``)
     before it runs, so ``resolution: abc`` says so instead of failing deep inside a renderer
     with a TypeError; values pydantic coerces losslessly (``64.0`` -> ``64``) are accepted.
+    A constructor that takes ``**options`` passes them on to its base class's, whose options
+    are then the dataset's too (a variant adds its own to those of the dataset it varies).
     """
     cls = DATASETS.get(name)
-    params = {
-        p.name: p
-        for p in inspect.signature(cls.__init__).parameters.values()
-        if p.name != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-    }
+    params = _parameters(cls)
     for key in options:
         if key not in params:
             known = list(params) or ["(none)"]
@@ -85,14 +84,40 @@ def _is_path_hint(hint: Any) -> bool:
     )
 
 
+def _constructors(cls: type) -> list[Callable[..., Any]]:
+    """The constructors whose named parameters are the dataset's options, base class first:
+    the class's own and, while one passes ``**options`` on, the next one up its MRO."""
+    chain = []
+    for klass in cls.__mro__:
+        init = klass.__dict__.get("__init__")
+        if init is None or klass is object:
+            continue
+        chain.append(init)
+        if not any(p.kind is p.VAR_KEYWORD for p in inspect.signature(init).parameters.values()):
+            break
+    return chain[::-1]
+
+
+@functools.cache
+def _parameters(cls: type) -> dict[str, inspect.Parameter]:
+    """The dataset's options, in the order its constructors name them (base class first)."""
+    return {
+        p.name: p
+        for init in _constructors(cls)
+        for p in inspect.signature(init).parameters.values()
+        if p.name != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    }
+
+
 @functools.cache
 def _option_types(cls: type) -> dict[str, Any]:
-    try:
-        hints = typing.get_type_hints(cls.__init__)
-    except (NameError, TypeError):  # an unresolvable hint: the constructor checks alone
-        return {}
-    hints.pop("return", None)
-    return hints
+    hints: dict[str, Any] = {}
+    for init in _constructors(cls):
+        try:
+            hints.update(typing.get_type_hints(init))
+        except (NameError, TypeError):  # an unresolvable hint: the constructor checks alone
+            return {}
+    return {k: hint for k, hint in hints.items() if k in _parameters(cls)}
 
 
 @functools.cache

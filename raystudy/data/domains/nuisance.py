@@ -10,7 +10,7 @@ them anew every time an image is sampled. A dataset here takes them as uniforms 
 - ``fixed`` (default): each uniform is a hash of the image's row-major grid position, its
   column and ``nuisance_seed``, ``u = (mix32(mix32(p xor s) xor c_k) >> 8) / 2^24`` with
   ``s = mix32(seed)`` and ``c_k = (k + 1) * 0x9E3779B9 mod 2^32`` (the golden-ratio salt of
-  :func:`raystudy.data.domains.real.uniforms`). The same indices always give the same image, as
+  :func:`raystudy.data.domains.camera.uniforms`). The same indices always give the same image, as
   for every other dataset: every model of a study is scored on the same images, and a stacked
   model sees the images its lone trial would. The nuisance stays independent of the factors,
   but each factor combination keeps one draw.
@@ -28,7 +28,7 @@ from __future__ import annotations
 import torch
 
 from raystudy.data.core.registry import DatasetOptionError
-from raystudy.data.domains.real import mix32
+from raystudy.data.domains.camera import mix32
 
 #: The values of the ``nuisance`` option (see the module docstring).
 NUISANCE_MODES = ("fixed", "fresh")
@@ -67,7 +67,7 @@ def nuisance_uniforms(position: torch.Tensor, count: int, mode: str, seed: int) 
 
 
 def _mix32_(x: torch.Tensor) -> torch.Tensor:
-    """:func:`raystudy.data.domains.real.mix32` of a non-negative int64 tensor below 2^32, in
+    """:func:`raystudy.data.domains.camera.mix32` of a non-negative int64 tensor below 2^32, in
     place: a noise image hashes ``3 H W`` values per image, and temporaries of that size
     would cost more than the hash itself."""
     for _ in range(2):

@@ -51,16 +51,17 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from raystudy.data.domains.jpeg import JpegCodec
-from raystudy.data.domains.real import (
+from raystudy.data.domains.camera import (
     BLUR_SIGMA_AT_64,
     JPEG_QUALITY,
-    NOISE_BANK,
+    CameraShift,
     barrel_grid,
-    binomial_blur,
+    blur_passes,
     mix32,
+    noise_bank,
     uniforms,
 )
+from raystudy.data.domains.jpeg import JpegCodec
 from raystudy.registry import unknown_name_message
 
 #: Photographs behind the objects and for the lighting, in the order the default uses.
@@ -223,7 +224,7 @@ class _Tables:
     jpeg: JpegCodec
 
 
-class PhotoShift:
+class PhotoShift(CameraShift):
     """The ``photo`` rendering of one dataset: ``apply(sim, background, flat) -> photo``."""
 
     def __init__(
@@ -249,19 +250,15 @@ class PhotoShift:
                         f"the photo domain's {role}: "
                         + unknown_name_message("photograph", name, list(PHOTOGRAPHS))
                     )
-        self.channels, self.resolution, self.seed = channels, resolution, seed
+        super().__init__(channels, resolution, seed)
         self.scenes, self.textures = tuple(scenes), tuple(textures)
         self.params = PhotoShiftParameters.draw(seed)
         # Salts every per-image hash, so another seed is another set of crops and poses.
         self._salt = int(np.random.default_rng([seed, 0xF071]).integers(2**31))
-        self._tables: dict[torch.device, _Tables] = {}
 
     def apply(
         self, images: torch.Tensor, background: torch.Tensor, flat: torch.Tensor
     ) -> torch.Tensor:
-        """Shift ``images`` ``[B, C, H, W]`` (sim, in [0, 1]; not modified); ``background``
-        ``[B, 1, H, W]`` is 1 where no object covers the pixel, ``flat`` ``[B]`` the row-major
-        grid position of each image (it seeds every per-image draw)."""
         t = self._device_tables(images.device)
         p, b, c = self.params, images.shape[0], images.shape[1]
         draws = uniforms(flat ^ self._salt, _DRAWS)
@@ -276,12 +273,9 @@ class PhotoShift:
         exposure = EXPOSURE[0] + draws[:, 18] * (EXPOSURE[1] - EXPOSURE[0])
         balance = 1.0 + (draws[:, 19 : 19 + c] * 2.0 - 1.0) * p.white_balance if c == 3 else 1.0
         y.mul_(light).mul_(t.vignette).mul_((exposure.view(b, 1) * balance).view(b, -1, 1, 1))
-        y = binomial_blur(y, t.blur_passes)
-        y += self._sensor_noise(flat, t).view(b, 1, *y.shape[2:])
-        y.clamp_(0.0, 1.0)
-        lo, hi = JPEG_QUALITY
-        quality = lo + (draws[:, 4] * (hi - lo + 1)).long().clamp_(max=hi - lo)
-        return t.jpeg.roundtrip(y, quality)
+        # Step 5: the camera's blur, noise, clipping and JPEG, as in ``real``.
+        self.blur_(y, t.blur_passes)
+        return self.expose(y, mix32(flat ^ self._salt), t, t.jpeg, draws[:, 4])
 
     def coverage(self, background: torch.Tensor, flat: torch.Tensor) -> torch.Tensor:
         """``[B, 1, H, W]``: the objects' coverage where :meth:`apply` draws them (after the
@@ -290,27 +284,6 @@ class PhotoShift:
         draws = uniforms(flat ^ self._salt, _DRAWS)
         empty = torch.zeros_like(background).expand(-1, self.channels, -1, -1)
         return self.posed(empty, background, draws, t)[1]
-
-    def posed(
-        self, images: torch.Tensor, background: torch.Tensor, draws: torch.Tensor, t: _Tables
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Step 1: the sim images and their coverage (new memory) read at ``A D(p) + t``,
-        the per-image similarity of ``draws[:, :4]``."""
-        p, c = self.params, images.shape[1]
-        spread = draws[:, :4] * 2.0 - 1.0
-        phi = spread[:, 0] * p.rotation_max
-        scale = 1.0 + spread[:, 1] * p.scale_max
-        cos, sin = torch.cos(phi) * scale, torch.sin(phi) * scale
-        # Row vectors: grid @ A^T, A = s [[cos, -sin], [sin, cos]].
-        a_t = torch.stack([torch.stack([cos, sin], 1), torch.stack([-sin, cos], 1)], 1)
-        grid = torch.matmul(t.lens.view(1, -1, 2), a_t)
-        grid += (spread[:, 2:4] * (2.0 * p.shift_max)).unsqueeze(1)
-        both = torch.cat([images, background.neg().add_(1.0)], dim=1)
-        res = self.resolution
-        warped = F.grid_sample(
-            both, grid.view(-1, res, res, 2), "bilinear", "border", align_corners=False
-        )
-        return warped[:, :c], warped[:, c:]
 
     def _photographs(
         self, draws: torch.Tensor, t: _Tables
@@ -339,39 +312,20 @@ class PhotoShift:
         light.mul_(2.0 * p.light_amplitude).add_(1.0 - p.light_amplitude)
         return scene, texture, light
 
-    def _sensor_noise(self, flat: torch.Tensor, t: _Tables) -> torch.Tensor:
-        """``[B, R * R]`` noise plus black level: three bank fields picked by the hash of the
-        salted grid position, as ``real`` does."""
-        h = mix32(flat ^ self._salt)
-        noise = t.noise[h % NOISE_BANK] + t.noise[(h >> 6) % NOISE_BANK]
-        noise += t.noise[(h >> 12) % NOISE_BANK]
-        return noise.add_(self.params.black_level)
-
-    def _device_tables(self, device: torch.device) -> _Tables:
-        tables = self._tables.get(device)
-        if tables is None:
-            tables = self._build_tables(device)
-            self._tables[device] = tables
-        return tables
-
     def _build_tables(self, device: torch.device) -> _Tables:
         p, res, ch = self.params, self.resolution, self.channels
         # A scene crop spans 0.4-0.9 of a bank 2R rows high, 0.8R-1.8R bank pixels read by R
         # output pixels: bilinear reading magnifies by at most 1.25 and skips few pixels.
         height = 2 * res
         lens = barrel_grid(res, p.lens_k1)[0]
-        centres = (torch.arange(LIGHT_GRID, dtype=torch.float32) * 2.0 + 1.0) / LIGHT_GRID - 1.0
-        ys, xs = torch.meshgrid(centres, centres, indexing="ij")
-        radial = (1.0 + p.lens_k1 * (xs**2 + ys**2)) / (1.0 + p.lens_k1)
-        light_points = torch.stack([xs * radial, ys * radial], dim=-1)
+        light_points = barrel_grid(LIGHT_GRID, p.lens_k1)[0]
         pixel = (torch.arange(res, dtype=torch.float32) + 0.5) / res - 0.5
         ys, xs = torch.meshgrid(pixel, pixel, indexing="ij")
         vignette = (p.gain - p.vignette * (xs**2 + ys**2)).view(1, 1, res, res)
         # Everything random comes from one CPU generator: every device gets the same domain.
         seed = int(np.random.default_rng([self.seed, 0xF072]).integers(2**62))
         gen = torch.Generator().manual_seed(seed)
-        noise = torch.randn((NOISE_BANK, res * res), generator=gen)
-        noise *= p.noise_std / math.sqrt(3.0)
+        noise = noise_bank(res, p.noise_std, gen)
         scenes = photo_bank(self.scenes, 3, height)
         grey = photo_bank(self.scenes, 1, height)
         light = torch.cat(
@@ -381,7 +335,6 @@ class PhotoShift:
             ],
             dim=2,
         )
-        sigma = BLUR_SIGMA_AT_64 * res / 64
         return _Tables(
             scenes=(scenes if ch == 3 else grey).to(device),
             textures=photo_bank(self.textures, 1, height).to(device),
@@ -390,6 +343,6 @@ class PhotoShift:
             light_points=light_points.to(device),
             vignette=vignette.to(device),
             noise=noise.to(device),
-            blur_passes=max(1, round(2.0 * sigma**2)),
+            blur_passes=blur_passes(BLUR_SIGMA_AT_64, res),
             jpeg=JpegCodec(*JPEG_QUALITY, device),
         )

@@ -61,15 +61,19 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from raystudy.data.core.workspace import Workspace
+from raystudy.data.domains.camera import (
+    BLUR_SIGMA_AT_64,
+    JPEG_QUALITY,
+    CameraShift,
+    barrel_grid,
+    blur_passes,
+    mix32,
+    noise_bank,
+    uniforms,
+)
 from raystudy.data.domains.jpeg import JpegCodec
 
-NOISE_BANK = 64  # Gaussian fields; each image sums three of them
-BLUR_SIGMA_AT_64 = 0.7
 RELIEF_SIGMA_AT_64 = 2.0  # the height field's blur: how far in from an edge the shading reaches
-JPEG_QUALITY = (30, 50)  # per image, inclusive: a phone or webcam's everyday compression
-_MASK32 = 0xFFFFFFFF
-_GOLDEN32 = 0x9E3779B9  # odd: salts the hash once per per-image draw
 
 
 @dataclass(frozen=True)
@@ -135,32 +139,20 @@ class _Tables:
     jpeg: JpegCodec | None  # None for channel counts JPEG does not code
 
 
-class RealShift:
+class RealShift(CameraShift):
     """The ``real`` rendering of one dataset: ``apply(sim, background, flat) -> real``."""
 
     def __init__(self, channels: int, resolution: int, seed: int = 0) -> None:
-        self.channels = channels
-        self.resolution = resolution
-        self.seed = seed
+        super().__init__(channels, resolution, seed)
         self.params = RealShiftParameters.draw(channels, seed)
-        self._tables: dict[torch.device, _Tables] = {}
-        self._workspace = Workspace()
 
     def apply(
         self, images: torch.Tensor, background: torch.Tensor, flat: torch.Tensor
     ) -> torch.Tensor:
-        """Shift ``images`` ``[B, C, H, W]`` (sim, in [0, 1]; not modified); ``background``
-        ``[B, 1, H, W]`` is 1 where no object covers the pixel, ``flat`` ``[B]`` the row-major
-        grid position of each image (it seeds every per-image draw)."""
         t = self._device_tables(images.device)
-        c = images.shape[1]
         draws = uniforms(flat, 5)
         # Steps 1 and 5: one resampling of the image and its coverage.
-        both = torch.cat([images, background.neg().add_(1.0)], dim=1)
-        warped = F.grid_sample(
-            both, self.sampling_grid(draws, t), "bilinear", "border", align_corners=False
-        )
-        x, cover = warped[:, :c], warped[:, c:]
+        x, cover = self.posed(images, background, draws, t)
         lit, shadow = self._shading(cover, t)
         # (x S + w T) G = x (S G) + w (T G); the black level rides on the noise, as the blur
         # keeps constants: blur(x) + b = blur(x + b). The shadow falls on the textured
@@ -168,37 +160,15 @@ class RealShift:
         x.mul_(lit).mul_(t.gain)
         x.addcmul_(cover.neg_().add_(1.0), t.lit_texture)
         x.mul_(shadow)
-        scratch = self._workspace.get("blur", tuple(x.shape), x.device)
-        _blur_in_place(x, t.blur_passes, scratch)
-        noise = self._sensor_noise(flat, t).add_(self.params.black_level)
-        x += noise.view(x.shape[0], 1, *x.shape[2:])
-        x.clamp_(0.0, 1.0)
-        if t.jpeg is None:
-            return x
-        lo, hi = JPEG_QUALITY
-        quality = lo + (draws[:, 4] * (hi - lo + 1)).long().clamp_(max=hi - lo)
-        return t.jpeg.roundtrip(x, quality)
-
-    def sampling_grid(self, draws: torch.Tensor, t: _Tables) -> torch.Tensor:
-        """``[B, H, W, 2]``: where each output pixel reads the sim image, ``A D(p) + t`` with
-        the per-image similarity ``A``, ``t`` of ``draws[:, :4]`` (uniforms in [0, 1))."""
-        p = self.params
-        spread = draws[:, :4] * 2.0 - 1.0  # in [-1, 1)
-        phi = spread[:, 0] * p.rotation_max
-        scale = 1.0 + spread[:, 1] * p.scale_max
-        cos, sin = torch.cos(phi) * scale, torch.sin(phi) * scale
-        # Row vectors: grid @ A^T, A = s [[cos, -sin], [sin, cos]].
-        a_t = torch.stack([torch.stack([cos, sin], 1), torch.stack([-sin, cos], 1)], 1)
-        grid = torch.matmul(t.lens, a_t)  # [B, H * W, 2]
-        grid += (spread[:, 2:4] * (2.0 * p.shift_max)).unsqueeze(1)  # the frame spans 2
-        return grid.view(-1, self.resolution, self.resolution, 2)
+        self.blur_(x, t.blur_passes)
+        return self.expose(x, mix32(flat), t, t.jpeg, draws[:, 4])
 
     def _shading(self, cover: torch.Tensor, t: _Tables) -> tuple[torch.Tensor, torch.Tensor]:
         """The per-pixel factors ``[B, 1, H, W]`` (new memory) of step 2: Lambert shading of
         the objects' relief, and the shadow they cast on the background (applied after the
         texture of step 3)."""
         h = cover.clone()
-        _blur_in_place(h, t.relief_passes, torch.empty_like(h))
+        self.blur_(h, t.relief_passes)
         gy, gx = central_differences(h)
         slope = self.params.relief * self.resolution / 64.0  # per pixel at 64 px
         lx, ly, lz = t.light
@@ -209,27 +179,6 @@ class RealShift:
         shadow = shifted(h, t.shadow_offset)
         shadow.mul_(cover.neg().add_(1.0)).mul_(-self.params.shadow_strength).add_(1.0)
         return lit, shadow
-
-    def _sensor_noise(self, flat: torch.Tensor, t: _Tables) -> torch.Tensor:
-        """Per-image noise ``[B, H * W]`` (scratch), the same in every channel (luminance
-        noise, as after a camera's demosaicing); the bank entries come from a hash of the
-        grid position, so the noise is fixed per combination, not per call."""
-        h = mix32(flat)
-        shape = (flat.shape[0], t.noise.shape[1])
-        noise = self._workspace.get("noise", shape, flat.device)
-        term = self._workspace.get("noise_term", shape, flat.device)
-        torch.index_select(t.noise, 0, h % NOISE_BANK, out=noise)
-        for shift in (6, 12):
-            torch.index_select(t.noise, 0, (h >> shift) % NOISE_BANK, out=term)
-            noise += term
-        return noise
-
-    def _device_tables(self, device: torch.device) -> _Tables:
-        tables = self._tables.get(device)
-        if tables is None:
-            tables = self._build_tables(device)
-            self._tables[device] = tables
-        return tables
 
     def _build_tables(self, device: torch.device) -> _Tables:
         p, res, ch = self.params, self.resolution, self.channels
@@ -243,10 +192,7 @@ class RealShift:
         ys, xs = torch.meshgrid(centres, centres, indexing="ij")
         dx, dy = p.gradient_direction
         gain = p.gain + p.gradient * (dx * xs + dy * ys) - p.vignette * (xs**2 + ys**2)
-        sigma = BLUR_SIGMA_AT_64 * res / 64
-        relief_sigma = RELIEF_SIGMA_AT_64 * res / 64
-        noise = torch.randn((NOISE_BANK, res * res), generator=gen)
-        noise *= p.noise_std / math.sqrt(3.0)  # a sum of three stays at noise_std
+        noise = noise_bank(res, p.noise_std, gen)
         cast = 1.0 + torch.tensor(p.cast, dtype=torch.float32).view(1, ch, 1, 1)
         lens = barrel_grid(res, p.lens_k1)
         # The lighting and texture are fixed fields of the frame: distort them once here.
@@ -261,30 +207,13 @@ class RealShift:
             gain=gain_cast.to(device),
             lit_texture=lit_texture.to(device),
             lens=lens.view(1, res * res, 2).to(device),
-            blur_passes=max(1, round(2.0 * sigma**2)),
-            relief_passes=max(1, round(2.0 * relief_sigma**2)),
+            blur_passes=blur_passes(BLUR_SIGMA_AT_64, res),
+            relief_passes=blur_passes(RELIEF_SIGMA_AT_64, res),
             shadow_offset=offset,
             light=(dx * planar, dy * planar, p.light_elevation),
             noise=noise.to(device),
             jpeg=JpegCodec(*JPEG_QUALITY, device) if ch in (1, 3) else None,
         )
-
-
-def uniforms(flat: torch.Tensor, count: int) -> torch.Tensor:
-    """``[B, count]`` uniforms in [0, 1), each a hash of the grid position ``flat`` salted by
-    its column: fixed per factor combination, independent across columns."""
-    base = mix32(flat)
-    cols = [mix32(base ^ ((k + 1) * _GOLDEN32 & _MASK32)) for k in range(count)]
-    return torch.stack(cols, dim=1).double().div_(2.0**32).float()
-
-
-def barrel_grid(resolution: int, k1: float) -> torch.Tensor:
-    """``[1, R, R, 2]``: the Brown-Conrady backward map ``p (1 + k1 |p|^2) / (1 + k1)`` at
-    each pixel centre ``p`` (grid_sample's ``(x, y)`` in [-1, 1], ``align_corners=False``)."""
-    centres = (torch.arange(resolution, dtype=torch.float32) * 2.0 + 1.0) / resolution - 1.0
-    ys, xs = torch.meshgrid(centres, centres, indexing="ij")
-    radial = (1.0 + k1 * (xs**2 + ys**2)) / (1.0 + k1)
-    return torch.stack([xs * radial, ys * radial], dim=-1).unsqueeze(0)
 
 
 def central_differences(h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -325,40 +254,3 @@ def value_noise(channels: int, resolution: int, gen: torch.Generator) -> torch.T
         total += weight * up[0]
     lo, hi = total.amin(), total.amax()
     return (total - lo) / (hi - lo)
-
-
-def binomial_blur(x: torch.Tensor, passes: int = 1) -> torch.Tensor:
-    """``[1, 2, 1] / 4`` along the last two axes, ``passes`` times, edges replicated: each
-    pass adds variance 1/2 pixel^2 per axis. ``x`` is not modified."""
-    out = x.clone()
-    _blur_in_place(out, passes, torch.empty_like(x))
-    return out
-
-
-def _blur_in_place(x: torch.Tensor, passes: int, scratch: torch.Tensor) -> None:
-    """:func:`binomial_blur` into ``x`` itself, ping-ponging with ``scratch`` (same shape):
-    rows into the scratch, columns back into ``x``."""
-    for _ in range(passes):
-        _binomial_along(x, scratch, -1)
-        _binomial_along(scratch, x, -2)
-
-
-def _binomial_along(src: torch.Tensor, dst: torch.Tensor, axis: int) -> None:
-    n = src.shape[axis]
-    torch.mul(src, 0.5, out=dst)
-    # dst[i] += src[i - 1] / 4 and dst[i] += src[i + 1] / 4, the missing neighbour at an
-    # edge being the edge pixel itself (replicate padding).
-    dst.narrow(axis, 1, n - 1).add_(src.narrow(axis, 0, n - 1), alpha=0.25)
-    dst.narrow(axis, 0, 1).add_(src.narrow(axis, 0, 1), alpha=0.25)
-    dst.narrow(axis, 0, n - 1).add_(src.narrow(axis, 1, n - 1), alpha=0.25)
-    dst.narrow(axis, n - 1, 1).add_(src.narrow(axis, n - 1, 1), alpha=0.25)
-
-
-def mix32(x: torch.Tensor) -> torch.Tensor:
-    """A 32-bit integer hash of int64 tensors, on any device: the low 32 bits are mixed by
-    ``x ^= x >> 16; x *= 0x45d9f3b`` twice and a last xor-shift (the well-known
-    "hash prospector" finaliser). Products stay below 2^59, so int64 never overflows."""
-    x = x & _MASK32
-    for _ in range(2):
-        x = ((x ^ (x >> 16)) * 0x45D9F3B) & _MASK32
-    return x ^ (x >> 16)

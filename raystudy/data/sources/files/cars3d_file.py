@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from raystudy.data.core.factors import Factor, FactorSpace
-from raystudy.data.core.files import DatasetFileError
+from raystudy.data.core.files import DatasetFileError, require_folder
 from raystudy.data.core.registry import register_dataset
 from raystudy.data.sources.files.dataset import FileDataset
 from raystudy.data.sources.files.resized_cache import (
@@ -89,10 +89,7 @@ class Cars3DFile(FileDataset):
 
     name = "cars3d_file"
     channels = 3
-
-    @classmethod
-    def official_factors(cls) -> FactorSpace:
-        return FactorSpace(cars3d_factors())
+    official_grid = cars3d_factors()
 
     def __init__(
         self,
@@ -100,9 +97,7 @@ class Cars3DFile(FileDataset):
         cache_dir: str | os.PathLike[str] | None = None,
         num_cars: int = NUM_CARS,
     ) -> None:
-        folder = Path(path).expanduser()
-        if not folder.is_dir():
-            raise FileNotFoundError(f"Cars3D folder {str(folder)!r} not found; expected {EXPECTED}")
+        folder = require_folder(path, "Cars3D", EXPECTED)
         files = sorted(folder.glob(PATTERN))
         if len(files) != num_cars or num_cars < 1:
             raise DatasetFileError(

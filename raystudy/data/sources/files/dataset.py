@@ -9,13 +9,14 @@ splits never sample them.
 
 from __future__ import annotations
 
-from typing import Protocol
+from pathlib import Path
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 import torch
 
 from raystudy.data.core.base import GroundTruthDataset
-from raystudy.data.core.factors import FactorSpace
+from raystudy.data.core.factors import Factor, FactorSpace
 from raystudy.data.core.files import DatasetFileError
 
 
@@ -48,8 +49,32 @@ def lookup_from_classes(
     return lookup
 
 
+def require_images(
+    path: Path,
+    key: str,
+    shape: tuple[int, ...],
+    dtype: np.dtype[Any],
+    image_shape: tuple[int, ...],
+    expected: str,
+) -> None:
+    """DatasetFileError unless the array ``key`` of the file (its ``shape`` and ``dtype``, as
+    its header says) holds one uint8 image of ``image_shape`` per row."""
+    if len(shape) != 1 + len(image_shape) or shape[1:] != image_shape or dtype != np.uint8:
+        want = ", ".join(["N", *(str(n) for n in image_shape)])
+        raise DatasetFileError(
+            f"{str(path)!r}: {key} is {dtype} {shape}; expected ({want}) uint8 ({expected})"
+        )
+
+
 class FileDataset(GroundTruthDataset):
     """Images from files, one :class:`RowReader` per domain, values scaled to [0, 1]."""
+
+    #: The published grid's factors: what the catalogue describes, without a file.
+    official_grid: ClassVar[tuple[Factor, ...]]
+
+    @classmethod
+    def official_factors(cls) -> FactorSpace:
+        return FactorSpace(cls.official_grid)
 
     def __init__(
         self,

@@ -19,7 +19,6 @@ from pathlib import Path
 
 import numpy as np
 
-from raystudy.data.core.factors import FactorSpace
 from raystudy.data.core.files import DatasetFileError, require_file
 from raystudy.data.core.grids import dsprites_factors
 from raystudy.data.core.registry import register_dataset
@@ -31,7 +30,11 @@ from raystudy.data.sources.files.arrays import (
     npz_pickled_object,
     npz_small_array,
 )
-from raystudy.data.sources.files.dataset import FileDataset, lookup_from_classes
+from raystudy.data.sources.files.dataset import (
+    FileDataset,
+    lookup_from_classes,
+    require_images,
+)
 
 EXPECTED = (
     "the dSprites .npz: imgs (N, 64, 64) uint8 in {0, 1}, latents_classes (N, 6) integer "
@@ -46,10 +49,7 @@ class DSpritesFile(FileDataset):
 
     name = "dsprites_file"
     channels = 1
-
-    @classmethod
-    def official_factors(cls) -> FactorSpace:
-        return FactorSpace(dsprites_factors())
+    official_grid = dsprites_factors()
 
     def __init__(
         self, path: str | os.PathLike[str], cache_dir: str | os.PathLike[str] | None = None
@@ -62,10 +62,7 @@ class DSpritesFile(FileDataset):
                     f"{str(p)!r} has no array {key!r} (it has {members}); expected {EXPECTED}"
                 )
         shape, dtype = npz_header(p, "imgs", EXPECTED)
-        if len(shape) != 3 or shape[1:] != (64, 64) or dtype != np.uint8:
-            raise DatasetFileError(
-                f"{str(p)!r}: imgs is {dtype} {shape}; expected (N, 64, 64) uint8 ({EXPECTED})"
-            )
+        require_images(p, "imgs", shape, dtype, (64, 64), EXPECTED)
         classes = npz_small_array(p, "latents_classes", EXPECTED)
         if classes.shape != (shape[0], 6) or classes.dtype.kind not in "iu":
             raise DatasetFileError(

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import numpy as np
 import torch
@@ -25,14 +26,8 @@ class _FileVariant(DSpritesFile):
     kind: str
     photograph: str | os.PathLike[str] | None = None
 
-    def __init__(
-        self,
-        path: str | os.PathLike[str],
-        cache_dir: str | os.PathLike[str] | None = None,
-        nuisance: str = "fixed",
-        nuisance_seed: int = 0,
-    ) -> None:
-        super().__init__(path, cache_dir)
+    def __init__(self, nuisance: str = "fixed", nuisance_seed: int = 0, **options: Any) -> None:
+        super().__init__(**options)  # the options of ``dsprites_file``
         self.channels = 3  # the file's mask has one; the appearance makes three
         self.nuisance, self.nuisance_seed = check_nuisance(nuisance, nuisance_seed)
         self.appearance = sprite_appearance(
@@ -71,13 +66,6 @@ class ScreamDSpritesFile(_FileVariant):
     name = "scream_dsprites_file"
     kind = "scream"
 
-    def __init__(
-        self,
-        path: str | os.PathLike[str],
-        cache_dir: str | os.PathLike[str] | None = None,
-        nuisance: str = "fixed",
-        nuisance_seed: int = 0,
-        photograph: str | os.PathLike[str] | None = None,
-    ) -> None:
+    def __init__(self, photograph: str | os.PathLike[str] | None = None, **options: Any) -> None:
         self.photograph = photograph
-        super().__init__(path, cache_dir, nuisance, nuisance_seed)
+        super().__init__(**options)

@@ -48,10 +48,7 @@ class MPI3DFile(FileDataset):
     name = "mpi3d_file"
     channels = 3
     possible_domains = ("sim", "real")  # real with real_path
-
-    @classmethod
-    def official_factors(cls) -> FactorSpace:
-        return FactorSpace(mpi3d_factors())
+    official_grid = mpi3d_factors()
 
     def __init__(
         self,

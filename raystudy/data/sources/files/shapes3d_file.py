@@ -18,7 +18,11 @@ from raystudy.data.core.files import DatasetFileError, require_file
 from raystudy.data.core.grids import shapes3d_factors
 from raystudy.data.core.registry import register_dataset
 from raystudy.data.sources.files.arrays import H5Rows, h5_dataset_info, h5_read
-from raystudy.data.sources.files.dataset import FileDataset, lookup_from_classes
+from raystudy.data.sources.files.dataset import (
+    FileDataset,
+    lookup_from_classes,
+    require_images,
+)
 
 EXPECTED = (
     "the 3dshapes .h5: images (N, 64, 64, 3) uint8, labels (N, 6) float64 (floor_hue, "
@@ -51,18 +55,12 @@ class Shapes3DFile(FileDataset):
 
     name = "shapes3d_file"
     channels = 3
-
-    @classmethod
-    def official_factors(cls) -> FactorSpace:
-        return FactorSpace(shapes3d_factors())
+    official_grid = shapes3d_factors()
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         p = require_file(path, EXPECTED)
         shape, dtype = h5_dataset_info(p, "images", EXPECTED)
-        if len(shape) != 4 or shape[1:] != (64, 64, 3) or dtype != np.uint8:
-            raise DatasetFileError(
-                f"{str(p)!r}: images is {dtype} {shape}; expected (N, 64, 64, 3) uint8 ({EXPECTED})"
-            )
+        require_images(p, "images", shape, dtype, (64, 64, 3), EXPECTED)
         label_shape, label_dtype = h5_dataset_info(p, "labels", EXPECTED)
         if label_shape != (shape[0], 6) or label_dtype.kind != "f":
             raise DatasetFileError(

@@ -39,7 +39,7 @@ import numpy as np
 import torch
 
 from raystudy.data.core.factors import Factor, FactorSpace, grid_position
-from raystudy.data.core.files import DatasetFileError
+from raystudy.data.core.files import DatasetFileError, require_folder
 from raystudy.data.core.registry import register_dataset
 from raystudy.data.domains.nuisance import check_nuisance, nuisance_uniforms
 from raystudy.data.sources.files.dataset import FileDataset, lookup_from_classes
@@ -210,10 +210,7 @@ class SmallNORBFile(FileDataset):
 
     name = "smallnorb_file"
     channels = 1
-
-    @classmethod
-    def official_factors(cls) -> FactorSpace:
-        return FactorSpace(smallnorb_factors())
+    official_grid = smallnorb_factors()
 
     def __init__(
         self,
@@ -223,11 +220,7 @@ class SmallNORBFile(FileDataset):
         nuisance_seed: int = 0,
     ) -> None:
         self.nuisance, self.nuisance_seed = check_nuisance(nuisance, nuisance_seed)
-        folder = Path(path).expanduser()
-        if not folder.is_dir():
-            raise FileNotFoundError(
-                f"SmallNORB folder {str(folder)!r} not found; expected {EXPECTED}"
-            )
+        folder = require_folder(path, "SmallNORB", EXPECTED)
         dats, features = [], []
         for chunk in CHUNKS:
             dat = _find(folder, chunk, "dat")

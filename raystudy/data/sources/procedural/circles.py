@@ -28,14 +28,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from raystudy.data.core.factors import Factor, FactorSpace
+from raystudy.data.core.factors import Factor
 from raystudy.data.core.registry import register_dataset
 from raystudy.data.sources.procedural import sdf
-from raystudy.data.sources.procedural.dataset import (
-    ProceduralDataset,
-    check_real_seed,
-    check_resolution,
-)
+from raystudy.data.sources.procedural.dataset import ProceduralDataset, placed
 
 NUM_POSITIONS = 32
 POSITIONS = tuple(np.linspace(0.1, 0.9, NUM_POSITIONS).tolist())
@@ -67,12 +63,6 @@ class Circles(ProceduralDataset):
     name = "circles"
     channels = 1
 
-    def __init__(self, resolution: int = 64, real_seed: int = 0) -> None:
-        check_resolution(resolution, smallest=8)
-        self.resolution = resolution
-        self.real_seed = check_real_seed(real_seed)
-        self.factors = FactorSpace(self._factor_tuple())
-
     def _factor_tuple(self) -> tuple[Factor, ...]:
         return position_factors()
 
@@ -96,11 +86,7 @@ class Circles(ProceduralDataset):
         res = self.resolution
         pixels = (torch.arange(res, dtype=torch.float64) + 0.5) / res
         centres = torch.tensor(POSITIONS, dtype=torch.float64)
-        # Computed in float64 on CPU, then cast, so every device starts from the same numbers.
-        return _Tables(
-            centres=centres.to(device=device, dtype=torch.float32),
-            pixels=pixels.to(device=device, dtype=torch.float32),
-        )
+        return placed(_Tables(centres=centres, pixels=pixels), device)
 
 
 @register_dataset("simple")

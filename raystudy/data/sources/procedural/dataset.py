@@ -8,22 +8,51 @@ OOD2-B scenario works on any procedural dataset, in either domain.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from abc import abstractmethod
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
 
 from raystudy.data.core.base import GroundTruthDataset
-from raystudy.data.core.factors import grid_position
+from raystudy.data.core.factors import Factor, FactorSpace, grid_position
 from raystudy.data.core.registry import DatasetOptionError
+from raystudy.data.core.workspace import Workspace
+from raystudy.data.domains.camera import CameraShift
 from raystudy.data.domains.photo import PhotoShift
 from raystudy.data.domains.real import RealShift
+
+#: The shifted domains, by name: each renders a procedural dataset's ``sim`` image anew.
+SHIFTS: dict[str, type[CameraShift]] = {"real": RealShift, "photo": PhotoShift}
 
 #: The largest `resolution` a procedural dataset renders: one 3-channel image is then 12 MB,
 #: a batch of 64 about 800 MB. Beyond it a typo (`resolution: 64000`) would only surface as
 #: an out-of-memory kill in every trial.
 MAX_RESOLUTION = 1024
+T = TypeVar("T")
+
+
+def pixel_span(lo: float, hi: float, resolution: int, margin: int = 2) -> slice:
+    """The pixel rows (or columns) that hold ``[lo, hi]`` (in image sides) with ``margin``
+    pixels more on each side for the anti-aliasing ramp and rounding, clipped to the image:
+    the crop a renderer draws an object in instead of the whole image."""
+    first = max(0, math.floor(lo * resolution) - margin)
+    return slice(first, min(resolution, math.ceil(hi * resolution) + margin))
+
+
+def placed(tables: T, device: torch.device) -> T:
+    """``tables`` (a dataclass) with each floating tensor cast to float32 on ``device`` and
+    each other tensor moved there. A renderer computes its tables in float64 on the CPU and
+    places them so, so every device starts from the same numbers."""
+    moved = {}
+    for f in dataclasses.fields(tables):
+        value = getattr(tables, f.name)
+        if isinstance(value, torch.Tensor):
+            dtype = torch.float32 if value.is_floating_point() else value.dtype
+            moved[f.name] = value.to(device=device, dtype=dtype)
+    return dataclasses.replace(tables, **moved)
 
 
 def check_resolution(resolution: int, smallest: int) -> None:
@@ -44,10 +73,24 @@ def check_real_seed(real_seed: int) -> int:
 
 class ProceduralDataset(GroundTruthDataset):
     """A dataset drawn from its factors, in the domains ``sim``, ``real`` and ``photo`` (both
-    shifts seeded by ``real_seed``)."""
+    shifts seeded by ``real_seed``). Its options are ``resolution`` and ``real_seed`` unless a
+    subclass takes more."""
 
     domains = ("sim", "real", "photo")
     real_seed: int = 0
+    #: The smallest ``resolution`` the renderer draws.
+    smallest_resolution = 8
+
+    def __init__(self, resolution: int = 64, real_seed: int = 0) -> None:
+        check_resolution(resolution, self.smallest_resolution)
+        self.resolution = resolution
+        self.real_seed = check_real_seed(real_seed)
+        self.factors = FactorSpace(self._factor_tuple())
+        self._workspace = Workspace()
+
+    def _factor_tuple(self) -> tuple[Factor, ...]:
+        """The dataset's factors in row-major order."""
+        raise NotImplementedError
 
     def render(self, indices: torch.Tensor | np.ndarray, domain: str = "sim") -> torch.Tensor:
         self.check_domain(domain)
@@ -59,24 +102,22 @@ class ProceduralDataset(GroundTruthDataset):
         if domain == "sim":
             return image
         background = foreground.mul_(-1.0).add_(1.0)  # the coverage is ours to reuse
-        shift = self.photo_shift if domain == "photo" else self.real_shift
-        return shift.apply(image, background, grid_position(idx, self.factors.sizes))
+        return self.shift(domain).apply(image, background, grid_position(idx, self.factors.sizes))
+
+    def shift(self, domain: str) -> CameraShift:
+        """The seeded shift that renders ``domain`` (``real`` or ``photo``), built once."""
+        shifts: dict[str, CameraShift] = self.__dict__.setdefault("_shifts", {})
+        if domain not in shifts:
+            shifts[domain] = SHIFTS[domain](self.channels, self.resolution, self.real_seed)
+        return shifts[domain]
 
     @property
-    def real_shift(self) -> RealShift:
-        shift = getattr(self, "_real_shift", None)
-        if shift is None:
-            shift = RealShift(self.channels, self.resolution, self.real_seed)
-            self._real_shift = shift
-        return shift
+    def real_shift(self) -> CameraShift:
+        return self.shift("real")
 
     @property
-    def photo_shift(self) -> PhotoShift:
-        shift = getattr(self, "_photo_shift", None)
-        if shift is None:
-            shift = PhotoShift(self.channels, self.resolution, self.real_seed)
-            self._photo_shift = shift
-        return shift
+    def photo_shift(self) -> CameraShift:
+        return self.shift("photo")
 
     def _device_tables(self, device: torch.device) -> Any:
         """The dataset's precomputed tables on `device`, built once per device: rendering

@@ -53,6 +53,7 @@ from raystudy.data.sources.procedural.dataset import (
     ProceduralDataset,
     check_real_seed,
     check_resolution,
+    placed,
 )
 
 MARGIN = 0.2
@@ -218,25 +219,19 @@ class DSprites(ProceduralDataset):
         max_scale = float(values("scale").max())
         half = math.ceil(_max_sprite_radius() * max_scale * res + 1.5)
         window = min(res, 2 * half)
-        offsets = torch.arange(window, device=device)
-        tensors = {
-            "scale": values("scale"),
-            "cos": torch.cos(angles),
-            "sin": torch.sin(angles),
-            "pos_x": MARGIN + span * values("pos_x"),
-            "pos_y": MARGIN + span * values("pos_y"),
-            "rgb": rgb,
-        }
-        # Computed in float64 on CPU, then cast, so every device starts from the same numbers.
-        return _DeviceTables(
+        offsets = torch.arange(window)
+        tables = _DeviceTables(
             window=window,
             offsets=offsets,
             window_pixels=(offsets.view(-1, 1) * res + offsets).view(-1),
-            **{
-                key: None if val is None else val.to(device=device, dtype=torch.float32)
-                for key, val in tensors.items()
-            },
+            scale=values("scale"),
+            cos=torch.cos(angles),
+            sin=torch.sin(angles),
+            pos_x=MARGIN + span * values("pos_x"),
+            pos_y=MARGIN + span * values("pos_y"),
+            rgb=rgb,
         )
+        return placed(tables, device)
 
 
 @register_dataset("color_dsprites")

@@ -7,6 +7,7 @@ from disentanglement_lib's)."""
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import torch
 
@@ -24,16 +25,8 @@ class _ProceduralVariant(DSprites):
     kind: str
     photograph: str | os.PathLike[str] | None = None
 
-    def __init__(
-        self,
-        resolution: int = 64,
-        orientation_bins: int | None = None,
-        real_seed: int = 0,
-        orientation_grid: str = "open",
-        nuisance: str = "fixed",
-        nuisance_seed: int = 0,
-    ) -> None:
-        super().__init__(resolution, orientation_bins, real_seed, orientation_grid)
+    def __init__(self, nuisance: str = "fixed", nuisance_seed: int = 0, **options: Any) -> None:
+        super().__init__(**options)  # the options of ``dsprites``
         self.nuisance, self.nuisance_seed = check_nuisance(nuisance, nuisance_seed)
         self.appearance = sprite_appearance(
             self.kind, self.nuisance, self.nuisance_seed, self.photograph, self.resolution
@@ -77,17 +70,6 @@ class ScreamDSprites(_ProceduralVariant):
     name = "scream_dsprites"
     kind = "scream"
 
-    def __init__(
-        self,
-        resolution: int = 64,
-        orientation_bins: int | None = None,
-        real_seed: int = 0,
-        orientation_grid: str = "open",
-        nuisance: str = "fixed",
-        nuisance_seed: int = 0,
-        photograph: str | os.PathLike[str] | None = None,
-    ) -> None:
+    def __init__(self, photograph: str | os.PathLike[str] | None = None, **options: Any) -> None:
         self.photograph = photograph
-        super().__init__(
-            resolution, orientation_bins, real_seed, orientation_grid, nuisance, nuisance_seed
-        )
+        super().__init__(**options)

@@ -37,12 +37,11 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from raystudy.data.core.factors import Factor, FactorSpace
+from raystudy.data.core.factors import Factor
 from raystudy.data.core.registry import register_dataset
-from raystudy.data.core.workspace import Workspace
 from raystudy.data.sources.procedural import sdf, solids
 from raystudy.data.sources.procedural.colour import hue_to_rgb
-from raystudy.data.sources.procedural.dataset import ProceduralDataset, check_real_seed
+from raystudy.data.sources.procedural.dataset import ProceduralDataset, pixel_span, placed
 
 NUM_HUES = 12
 LINKS = (0.26, 0.24, 0.22)  # upper, middle, lower link lengths
@@ -117,10 +116,10 @@ class Finger(ProceduralDataset):
     def __init__(self, resolution: int = 64, real_seed: int = 0) -> None:
         if resolution not in (64, 128):
             raise ValueError(f"finger renders at resolution 64 or 128, got {resolution}")
-        self.resolution = resolution
-        self.real_seed = check_real_seed(real_seed)
-        self.factors = FactorSpace(finger_factors())
-        self._workspace = Workspace()
+        super().__init__(resolution, real_seed)
+
+    def _factor_tuple(self) -> tuple[Factor, ...]:
+        return finger_factors()
 
     # --- feasibility ---------------------------------------------------------------------
 
@@ -207,23 +206,20 @@ class Finger(ProceduralDataset):
         reach = CUBE_HALF * math.sqrt(2.0)
         top = FLOOR_ROW - TILT * float(values("cube_y").max()) - CUBE_HEIGHT - TILT * reach
         bottom = FLOOR_ROW + TILT * reach
-        rows = slice(max(0, math.floor(top * res) - 2), min(res, math.ceil(bottom * res) + 2))
 
-        def f32(x: torch.Tensor) -> torch.Tensor:
-            return x.to(device=device, dtype=torch.float32)
-
-        return _Tables(
-            angles=f32(angles),
-            cube_x=f32(values("cube_x")),
-            cube_y=f32(values("cube_y")),
-            yaw=f32(torch.deg2rad(values("cube_rotation"))),
-            rgb=f32(hue_to_rgb(values("hue"))),
-            u=f32(u),
-            v=f32(v),
-            background=f32(background.expand(1, 3, res, res).contiguous()),
-            mount=f32(mount.expand(1, res, res).contiguous()),
-            cube_rows=rows,
+        tables = _Tables(
+            angles=angles,
+            cube_x=values("cube_x"),
+            cube_y=values("cube_y"),
+            yaw=torch.deg2rad(values("cube_rotation")),
+            rgb=hue_to_rgb(values("hue")),
+            u=u,
+            v=v,
+            background=background.expand(1, 3, res, res).contiguous(),
+            mount=mount.expand(1, res, res).contiguous(),
+            cube_rows=pixel_span(top, bottom, res),
         )
+        return placed(tables, device)
 
 
 def tip_clearance(tip: torch.Tensor, idx: torch.Tensor, t: _Tables) -> torch.Tensor:

@@ -57,77 +57,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 
-from raystudy.data.core.factors import FactorSpace
+from raystudy.data.core.factors import Factor
 from raystudy.data.core.grids import mpi3d_factors
 from raystudy.data.core.registry import register_dataset
-from raystudy.data.core.workspace import Workspace
+from raystudy.data.sources.procedural import mpi3d_scene as scene
 from raystudy.data.sources.procedural import sdf, solids
-from raystudy.data.sources.procedural.dataset import (
-    ProceduralDataset,
-    check_real_seed,
-    check_resolution,
-)
-
-COLOR_NAMES = ("white", "green", "red", "blue", "brown", "olive")
-SHAPE_NAMES = ("cone", "cube", "cylinder", "hexagonal", "pyramid", "sphere")
-SIZE_NAMES = ("small", "large")
-CAMERA_NAMES = ("top", "center", "bottom")
-BACKGROUND_NAMES = ("purple", "sea green", "salmon")
-
-OBJECT_RGB = (
-    (0.95, 0.95, 0.93),  # white
-    (0.15, 0.62, 0.22),  # green
-    (0.86, 0.13, 0.10),  # red
-    (0.13, 0.28, 0.86),  # blue
-    (0.52, 0.31, 0.15),  # brown
-    (0.52, 0.53, 0.12),  # olive
-)
-BACKGROUND_RGB = (
-    (0.42, 0.26, 0.58),  # purple
-    (0.17, 0.55, 0.45),  # sea green
-    (0.97, 0.57, 0.46),  # salmon
-)
-FLOOR_DARKEN = 0.55  # the floor is the backdrop's colour, darker
-
-# Joint ranges, degrees (40 equal steps each).
-HORIZONTAL_DEG = tuple(np.linspace(-40.0, 40.0, 40).tolist())
-VERTICAL_DEG = tuple(np.linspace(50.0, 150.0, 40).tolist())
-CAMERA_ELEVATION_DEG = (30.0, 18.0, 6.0)  # top, center, bottom
-
-# World geometry (X right, Y up, Z towards the camera; the floor is Y = 0).
-SHOULDER = (0.0, 0.62, -0.25)
-LOOK_AT = (0.0, 0.52, 0.13)  # projects to the image centre from every height
-WALL_Z = -0.60  # the backdrop meets the floor here
-UPPER_LENGTH, UPPER_ANGLE_DEG = 0.26, 60.0
-FORE_LENGTH = 0.26
-POST_HALF_WIDTH = 0.035
-UPPER_RADIUS, FORE_RADIUS, JOINT_RADIUS = 0.022, 0.017, 0.026
-POST_GREY, UPPER_GREY, FORE_GREY, JOINT_GREY = 0.16, 0.30, 0.38, 0.50
-
-OBJECT_YAW_DEG = 20.0  # the object's turn at theta = 0 (a cube then shows two faces)
-LARGE = 1.45  # large / small
-# Small objects (world units): radius (circumradius of a footprint, half side of a cube) and
-# height.
-CUBE_HALF = 0.056
-CYLINDER_RADIUS, CYLINDER_HEIGHT = 0.06, 0.125
-SPHERE_RADIUS = 0.068
-CONE_RADIUS, CONE_HEIGHT = 0.068, 0.15
-HEXAGON_RADIUS, HEXAGON_HEIGHT = 0.07, 0.105
-PYRAMID_HALF, PYRAMID_HEIGHT = 0.062, 0.135
-# Any object, centred on the tip, lies within this distance of it along either axis (at the
-# large size, any camera; heights are at most their world value on screen).
-OBJECT_REACH = LARGE * max(
-    CUBE_HALF * math.sqrt(2.0) + CUBE_HALF,
-    CYLINDER_RADIUS + CYLINDER_HEIGHT / 2,
-    SPHERE_RADIUS,
-    CONE_RADIUS + CONE_HEIGHT / 2,
-    HEXAGON_RADIUS + HEXAGON_HEIGHT / 2,
-    PYRAMID_HALF * math.sqrt(2.0) + PYRAMID_HEIGHT / 2,
-)
-WINDOW_MARGIN = 2  # pixels: the anti-aliasing ramp and the window's rounding
+from raystudy.data.sources.procedural.dataset import ProceduralDataset, placed
 
 
 @dataclass(frozen=True)
@@ -151,50 +88,6 @@ class _Tables:
     window: int  # the object window's side, pixels
 
 
-def project(
-    x: torch.Tensor, y: torch.Tensor, z: torch.Tensor, sin_e: torch.Tensor, cos_e: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Screen ``(u, v)`` of world points under the orthographic camera at elevation ``e``."""
-    u = 0.5 + (x - LOOK_AT[0])
-    v = 0.5 - ((y - LOOK_AT[1]) * cos_e - (z - LOOK_AT[2]) * sin_e)
-    return u, v
-
-
-@dataclass(frozen=True)
-class _Angles:
-    sin_h: torch.Tensor
-    cos_h: torch.Tensor
-    sin_v: torch.Tensor
-    cos_v: torch.Tensor
-
-
-def arm_points(idx: torch.Tensor, t: _Tables | _Angles) -> torch.Tensor:
-    """World positions ``[B, 3, 3]`` (X, Y, Z) of shoulder, elbow and tip."""
-    sin_h, cos_h = t.sin_h[idx[:, 5]], t.cos_h[idx[:, 5]]
-    upper_reach = UPPER_LENGTH * math.sin(math.radians(UPPER_ANGLE_DEG))
-    upper_drop = UPPER_LENGTH * math.cos(math.radians(UPPER_ANGLE_DEG))
-    reach = torch.stack(
-        [
-            torch.zeros_like(sin_h),
-            torch.full_like(sin_h, upper_reach),
-            upper_reach + FORE_LENGTH * t.sin_v[idx[:, 6]],
-        ],
-        dim=1,
-    )
-    drop = torch.stack(
-        [
-            torch.zeros_like(sin_h),
-            torch.full_like(sin_h, upper_drop),
-            upper_drop + FORE_LENGTH * t.cos_v[idx[:, 6]],
-        ],
-        dim=1,
-    )
-    x = SHOULDER[0] + reach * sin_h.unsqueeze(1)
-    y = SHOULDER[1] - drop
-    z = SHOULDER[2] + reach * cos_h.unsqueeze(1)
-    return torch.stack([x, y, z], dim=2)
-
-
 @register_dataset("mpi3d")
 class MPI3D(ProceduralDataset):
     """A robot arm holding a coloured object, seen from three heights (after MPI3D); 64x64x3.
@@ -204,20 +97,19 @@ class MPI3D(ProceduralDataset):
 
     name = "mpi3d"
     channels = 3
+    smallest_resolution = 16
 
-    def __init__(self, resolution: int = 64, real_seed: int = 0) -> None:
-        check_resolution(resolution, smallest=16)
-        self.resolution = resolution
-        self.real_seed = check_real_seed(real_seed)
-        self.factors = FactorSpace(mpi3d_factors())
-        self._workspace = Workspace()
+    def _factor_tuple(self) -> tuple[Factor, ...]:
+        return mpi3d_factors()
 
     def _render_sim(self, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         t = self._device_tables(idx.device)
         cam = idx[:, 3]
         sin_e, cos_e = t.sin_e[cam].view(-1, 1), t.cos_e[cam].view(-1, 1)
-        points = arm_points(idx, t)
-        su, sv = project(points[..., 0], points[..., 1], points[..., 2], sin_e, cos_e)  # [B, 3]
+        points = scene.arm_points(idx, t)
+        su, sv = scene.project(
+            points[..., 0], points[..., 1], points[..., 2], sin_e, cos_e
+        )  # [B, 3]
         cover, grey = self._arm_layer(idx, su, sv, t)
         backdrop = t.backdrop[idx[:, 4] * 3 + cam]  # [B, 3, H, 1]
         image = torch.lerp(backdrop, grey, cover)  # new memory: the result
@@ -235,7 +127,7 @@ class MPI3D(ProceduralDataset):
         cover = self._workspace.get("cover", shape, idx.device)
         grey = self._workspace.get("grey", shape, idx.device)
         torch.index_select(t.post, 0, idx[:, 3], out=cover)
-        grey.fill_(POST_GREY)
+        grey.fill_(scene.POST_GREY)
         su, sv = su.view(-1, 3, 1, 1), sv.view(-1, 3, 1, 1)
         # The links, only in the box every arm lies in; the post is already in `cover`.
         rows, cols = t.arm_rows, t.arm_cols
@@ -245,15 +137,15 @@ class MPI3D(ProceduralDataset):
         b = self._workspace.get("b", crop, idx.device)
         cover_arm, grey_arm = cover[:, rows, cols], grey[:, rows, cols]
         inv_pixel = float(res)
-        links = ((UPPER_RADIUS, UPPER_GREY), (FORE_RADIUS, FORE_GREY))
+        links = ((scene.UPPER_RADIUS, scene.UPPER_GREY), (scene.FORE_RADIUS, scene.FORE_GREY))
         for k, (radius, value) in enumerate(links):
             d = sdf.segment_distance(u, v, su[:, k], sv[:, k], su[:, k + 1], sv[:, k + 1], a, b)
             sdf.paint_layer(cover_arm, grey_arm, sdf.round_coverage_(d, radius, inv_pixel), value)
             if k == 0:  # the elbow
                 du, dv = u - su[:, 1], v - sv[:, 1]
                 d = torch.add(du * du, dv * dv, out=a).sqrt_()
-                joint = sdf.round_coverage_(d, JOINT_RADIUS, inv_pixel)
-                sdf.paint_layer(cover_arm, grey_arm, joint, JOINT_GREY)
+                joint = sdf.round_coverage_(d, scene.JOINT_RADIUS, inv_pixel)
+                sdf.paint_layer(cover_arm, grey_arm, joint, scene.JOINT_GREY)
         return cover.unsqueeze(1), grey.unsqueeze(1)
 
     def _draw_objects(
@@ -307,7 +199,7 @@ class MPI3D(ProceduralDataset):
         lift = t.cos_e[idx[:, 3]].view(-1, 1, 1)  # a height's length on screen
         yaw = t.yaw[idx[:, 5]].view(-1, 1, 1)
         pixel = 1.0 / self.resolution
-        counts = torch.bincount(idx[:, 1], minlength=len(SHAPE_NAMES)).tolist()
+        counts = torch.bincount(idx[:, 1], minlength=len(scene.SHAPE_NAMES)).tolist()
         pieces = []
         start = 0
         for shape, count in enumerate(counts):
@@ -318,24 +210,28 @@ class MPI3D(ProceduralDataset):
             pu, pv, cu, tv = u[part], v[part], tip_u[part], tip_v[part]
             s, tl, ht = scale[part], tilt[part], lift[part] * scale[part]
             if shape == 0:  # cone; upright solids are centred on the tip
-                h = CONE_HEIGHT * ht
-                out = solids.cone(pu, pv, cu, tv + h / 2, CONE_RADIUS * s, h, tl)
+                h = scene.CONE_HEIGHT * ht
+                out = solids.cone(pu, pv, cu, tv + h / 2, scene.CONE_RADIUS * s, h, tl)
             elif shape == 1:  # cube
-                h = 2 * CUBE_HALF * ht
-                r = CUBE_HALF * math.sqrt(2.0) * s
+                h = 2 * scene.CUBE_HALF * ht
+                r = scene.CUBE_HALF * math.sqrt(2.0) * s
                 out = solids.prism(pu, pv, cu, tv + h / 2, r, h, yaw[part], tl, pixel, sides=4)
             elif shape == 2:  # cylinder
-                h = CYLINDER_HEIGHT * ht
-                out = solids.cylinder(pu, pv, cu, tv + h / 2, CYLINDER_RADIUS * s, h, tl, pixel)
+                h = scene.CYLINDER_HEIGHT * ht
+                out = solids.cylinder(
+                    pu, pv, cu, tv + h / 2, scene.CYLINDER_RADIUS * s, h, tl, pixel
+                )
             elif shape == 3:  # hexagonal prism
-                h = HEXAGON_HEIGHT * ht
-                r = HEXAGON_RADIUS * s
+                h = scene.HEXAGON_HEIGHT * ht
+                r = scene.HEXAGON_RADIUS * s
                 out = solids.prism(pu, pv, cu, tv + h / 2, r, h, yaw[part], tl, pixel, sides=6)
             elif shape == 4:  # pyramid
-                h = PYRAMID_HEIGHT * ht
-                out = solids.pyramid(pu, pv, cu, tv + h / 2, PYRAMID_HALF * s, h, yaw[part], tl)
+                h = scene.PYRAMID_HEIGHT * ht
+                out = solids.pyramid(
+                    pu, pv, cu, tv + h / 2, scene.PYRAMID_HALF * s, h, yaw[part], tl
+                )
             else:  # sphere
-                r = SPHERE_RADIUS * s
+                r = scene.SPHERE_RADIUS * s
                 out = solids.sphere(pu, pv, cu, tv + r, r)
             w = u.shape[2]
             pieces.append(tuple(x.expand(count, w, w) for x in out))
@@ -348,9 +244,9 @@ class MPI3D(ProceduralDataset):
     def _build_tables(self, device: torch.device) -> _Tables:
         res = self.resolution
         f64 = torch.float64
-        horizontal = torch.deg2rad(torch.tensor(HORIZONTAL_DEG, dtype=f64))
-        vertical = torch.deg2rad(torch.tensor(VERTICAL_DEG, dtype=f64))
-        elevation = torch.deg2rad(torch.tensor(CAMERA_ELEVATION_DEG, dtype=f64))
+        horizontal = torch.deg2rad(torch.tensor(scene.HORIZONTAL_DEG, dtype=f64))
+        vertical = torch.deg2rad(torch.tensor(scene.VERTICAL_DEG, dtype=f64))
+        elevation = torch.deg2rad(torch.tensor(scene.CAMERA_ELEVATION_DEG, dtype=f64))
         sin_e, cos_e = torch.sin(elevation), torch.cos(elevation)
         centres = (torch.arange(res, dtype=f64) + 0.5) / res
         u, v = centres.view(1, 1, res), centres.view(1, res, 1)
@@ -358,70 +254,49 @@ class MPI3D(ProceduralDataset):
         # Backdrop rows: the wall (brightening downwards) above the floor's far edge, the
         # floor (brightening towards the camera) below; anti-aliased across the edge.
         zero = torch.zeros(3, dtype=f64)
-        _, edge = project(zero, zero, zero + WALL_Z, sin_e, cos_e)
+        _, edge = scene.project(zero, zero, zero + scene.WALL_Z, sin_e, cos_e)
         rows = centres.view(1, -1)
         floor = sdf.coverage(edge.view(-1, 1) - rows, pixel)  # [3, H]
-        rgb = torch.tensor(BACKGROUND_RGB, dtype=f64).view(3, 1, 3, 1)  # [background, 1, 3, 1]
+        rgb = torch.tensor(scene.BACKGROUND_RGB, dtype=f64).view(
+            3, 1, 3, 1
+        )  # [background, 1, 3, 1]
         wall = rgb * (0.82 + 0.18 * rows).view(1, 1, 1, res)
-        ground = rgb * FLOOR_DARKEN * (0.75 + 0.35 * rows).view(1, 1, 1, res)
+        ground = rgb * scene.FLOOR_DARKEN * (0.75 + 0.35 * rows).view(1, 1, 1, res)
         weight = floor.view(1, 3, 1, res)
         backdrop = (wall + weight * (ground - wall)).reshape(9, 3, res, 1)
         # The post: from the image's top edge down to the shoulder, ending in a joint disc.
-        pu, pv = project(zero + SHOULDER[0], zero + SHOULDER[1], zero + SHOULDER[2], sin_e, cos_e)
+        pu, pv = scene.project(
+            zero + scene.SHOULDER[0],
+            zero + scene.SHOULDER[1],
+            zero + scene.SHOULDER[2],
+            sin_e,
+            cos_e,
+        )
         pu, pv = pu.view(3, 1, 1), pv.view(3, 1, 1)
         half = pv / 2
-        post = sdf.box(u - pu, v - half, POST_HALF_WIDTH, half)
-        disc = torch.hypot(u - pu, v - pv) - JOINT_RADIUS
+        post = sdf.box(u - pu, v - half, scene.POST_HALF_WIDTH, half)
+        disc = torch.hypot(u - pu, v - pv) - scene.JOINT_RADIUS
         post = sdf.coverage(torch.minimum(post, disc), pixel)
-        window = min(res, math.ceil(2 * OBJECT_REACH * res) + 2 * WINDOW_MARGIN)
-        arm_rows, arm_cols = _arm_box(res)
+        window = min(res, math.ceil(2 * scene.OBJECT_REACH * res) + 2 * scene.WINDOW_MARGIN)
+        arm_rows, arm_cols = scene.arm_box(res)
 
-        def f32(x: torch.Tensor) -> torch.Tensor:
-            return x.to(device=device, dtype=torch.float32)
-
-        return _Tables(
-            sin_h=f32(torch.sin(horizontal)),
-            cos_h=f32(torch.cos(horizontal)),
-            yaw=f32(horizontal + math.radians(OBJECT_YAW_DEG)),
-            sin_v=f32(torch.sin(vertical)),
-            cos_v=f32(torch.cos(vertical)),
-            sin_e=f32(sin_e),
-            cos_e=f32(cos_e),
-            object_rgb=f32(torch.tensor(OBJECT_RGB, dtype=f64)),
-            size=f32(torch.tensor([1.0, LARGE], dtype=f64)),
-            backdrop=f32(backdrop.contiguous()),
-            post=f32(post.contiguous()),
-            u=f32(u),
-            v=f32(v),
-            steps=f32(torch.arange(window, dtype=f64)),
+        tables = _Tables(
+            sin_h=torch.sin(horizontal),
+            cos_h=torch.cos(horizontal),
+            yaw=horizontal + math.radians(scene.OBJECT_YAW_DEG),
+            sin_v=torch.sin(vertical),
+            cos_v=torch.cos(vertical),
+            sin_e=sin_e,
+            cos_e=cos_e,
+            object_rgb=torch.tensor(scene.OBJECT_RGB, dtype=f64),
+            size=torch.tensor([1.0, scene.LARGE], dtype=f64),
+            backdrop=backdrop.contiguous(),
+            post=post.contiguous(),
+            u=u,
+            v=v,
+            steps=torch.arange(window, dtype=f64),
             window=window,
             arm_rows=arm_rows,
             arm_cols=arm_cols,
         )
-
-
-def _arm_box(res: int) -> tuple[slice, slice]:
-    """Rows and columns that hold every link at every joint setting and camera height."""
-    h, v, c = np.meshgrid(np.arange(40), np.arange(40), np.arange(3), indexing="ij")
-    idx = torch.zeros((h.size, 7), dtype=torch.int64)
-    idx[:, 5], idx[:, 6], idx[:, 3] = (torch.from_numpy(x.ravel()) for x in (h, v, c))
-    elevation = torch.deg2rad(torch.tensor(CAMERA_ELEVATION_DEG, dtype=torch.float64))
-    horizontal = torch.deg2rad(torch.tensor(HORIZONTAL_DEG, dtype=torch.float64))
-    vertical = torch.deg2rad(torch.tensor(VERTICAL_DEG, dtype=torch.float64))
-    angles = _Angles(
-        torch.sin(horizontal), torch.cos(horizontal), torch.sin(vertical), torch.cos(vertical)
-    )
-    points = arm_points(idx, angles)
-    sin_e, cos_e = torch.sin(elevation)[idx[:, 3]], torch.cos(elevation)[idx[:, 3]]
-    u, v = project(
-        points[..., 0], points[..., 1], points[..., 2], sin_e.view(-1, 1), cos_e.view(-1, 1)
-    )
-    reach = max(UPPER_RADIUS, FORE_RADIUS, JOINT_RADIUS)
-    margin = 2  # pixels: the anti-aliasing ramp and rounding
-
-    def span(lo: float, hi: float) -> slice:
-        return slice(max(0, math.floor(lo * res) - margin), min(res, math.ceil(hi * res) + margin))
-
-    rows = span(float(v.min()) - reach, float(v.max()) + reach)
-    cols = span(float(u.min()) - reach, float(u.max()) + reach)
-    return rows, cols
+        return placed(tables, device)

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import torch
 
-from raystudy.data.core.factors import FactorSpace
+from raystudy.data.core.factors import Factor
 from raystudy.data.core.grids import (
     SHAPES3D_HUES,
     SHAPES3D_ORIENTATIONS_DEG,
@@ -37,14 +37,9 @@ from raystudy.data.core.grids import (
     shapes3d_factors,
 )
 from raystudy.data.core.registry import register_dataset
-from raystudy.data.core.workspace import Workspace
 from raystudy.data.sources.procedural import sdf, solids
 from raystudy.data.sources.procedural.colour import hue_to_rgb
-from raystudy.data.sources.procedural.dataset import (
-    ProceduralDataset,
-    check_real_seed,
-    check_resolution,
-)
+from raystudy.data.sources.procedural.dataset import ProceduralDataset, pixel_span, placed
 
 SHAPE_NAMES = ("cube", "cylinder", "sphere", "capsule")
 
@@ -98,13 +93,10 @@ class Shapes3D(ProceduralDataset):
 
     name = "shapes3d"
     channels = 3
+    smallest_resolution = 16
 
-    def __init__(self, resolution: int = 64, real_seed: int = 0) -> None:
-        check_resolution(resolution, smallest=16)
-        self.resolution = resolution
-        self.real_seed = check_real_seed(real_seed)
-        self.factors = FactorSpace(shapes3d_factors())
-        self._workspace = Workspace()
+    def _factor_tuple(self) -> tuple[Factor, ...]:
+        return shapes3d_factors()
 
     def _render_sim(self, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         t = self._device_tables(idx.device)
@@ -176,25 +168,16 @@ class Shapes3D(ProceduralDataset):
         wall_shade = 0.72 + 0.28 * (centres / FLOOR_EDGE).clamp(max=1.0)
         floor_shade = 0.62 + 0.38 * ((centres - 0.4) / 0.6).clamp(0.0, 1.0)
         left, right, top, bottom = object_extent(max(SHAPES3D_SCALES))
-        margin = 2  # pixels: the anti-aliasing ramp and rounding
-
-        def span(lo: float, hi: float) -> slice:
-            return slice(
-                max(0, math.floor(lo * res) - margin), min(res, math.ceil(hi * res) + margin)
-            )
-
-        def f32(x: torch.Tensor) -> torch.Tensor:
-            return x.to(device=device, dtype=torch.float32)
-
-        return _Tables(
-            rgb=f32(hue_to_rgb(torch.tensor(SHAPES3D_HUES, dtype=torch.float64))),
-            scale=f32(torch.tensor(SHAPES3D_SCALES, dtype=torch.float64)),
-            yaw=f32(theta),
-            slope=f32(EDGE_SLOPE * torch.tan(theta)),
-            u=f32(centres.view(1, 1, res)),
-            v=f32(centres.view(1, res, 1)),
-            wall_shade=f32(wall_shade.view(1, 1, res, 1)),
-            floor_shade=f32(floor_shade.view(1, 1, res, 1)),
-            rows=span(top, bottom),
-            cols=span(left, right),
+        tables = _Tables(
+            rgb=hue_to_rgb(torch.tensor(SHAPES3D_HUES, dtype=torch.float64)),
+            scale=torch.tensor(SHAPES3D_SCALES, dtype=torch.float64),
+            yaw=theta,
+            slope=EDGE_SLOPE * torch.tan(theta),
+            u=centres.view(1, 1, res),
+            v=centres.view(1, res, 1),
+            wall_shade=wall_shade.view(1, 1, res, 1),
+            floor_shade=floor_shade.view(1, 1, res, 1),
+            rows=pixel_span(top, bottom, res),
+            cols=pixel_span(left, right, res),
         )
+        return placed(tables, device)

@@ -40,6 +40,14 @@ def lambert(nx: torch.Tensor, ny: torch.Tensor, nd: torch.Tensor) -> torch.Tenso
     return AMBIENT + DIFFUSE * dot.clamp(min=0.0)
 
 
+def _with_top(body: torch.Tensor, top: torch.Tensor, side: torch.Tensor, pixel: float) -> Pair:
+    """``(body, shade)`` of an upright solid: :data:`TOP_SHADE` on its top face (``top``, the
+    face's distance) and ``side`` below, blended over the top edge's one-pixel ramp (no hard
+    seam)."""
+    on_top = sdf.coverage(top, pixel)
+    return body, on_top * TOP_SHADE + (1.0 - on_top) * side
+
+
 def box(
     u: torch.Tensor,
     v: torch.Tensor,
@@ -102,9 +110,7 @@ def box(
     body_terms.append(u - us.amax(dim=0))
     body = torch.stack(torch.broadcast_tensors(*body_terms)).amax(dim=0)
     top = torch.stack(torch.broadcast_tensors(*top_terms)).amax(dim=0)
-    # Blend the top and side shades over the top edge's one-pixel ramp (no hard seam).
-    on_top = sdf.coverage(top, pixel)
-    return body, on_top * TOP_SHADE + (1.0 - on_top) * side_shade
+    return _with_top(body, top, side_shade, pixel)
 
 
 def cylinder(
@@ -128,8 +134,7 @@ def cylinder(
     top = sdf.ellipse(du, v - top_v, radius, tilt * radius)
     nx = (du / radius).clamp(-1.0, 1.0)
     side = lambert(nx, torch.zeros_like(nx), torch.sqrt(1.0 - nx**2))
-    on_top = sdf.coverage(top, pixel)
-    return body, on_top * TOP_SHADE + (1.0 - on_top) * side
+    return _with_top(body, top, side, pixel)
 
 
 def sphere(
@@ -238,8 +243,7 @@ def prism(
     columns = u.unsqueeze(1)  # [., 1, 1, W]
     on_face = (columns >= lo.unsqueeze(-1)) & (columns < hi.unsqueeze(-1))
     side_shade = (on_face * face_shade.unsqueeze(-1)).sum(dim=1)  # [B, 1, W]
-    on_top = sdf.coverage(top, pixel)
-    return body, on_top * TOP_SHADE + (1.0 - on_top) * side_shade
+    return _with_top(body, top, side_shade, pixel)
 
 
 def convex_hull_distance(
