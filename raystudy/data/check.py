@@ -138,5 +138,5 @@ def _is_path(value: Any) -> bool:
 
 
 def _shown(value: Any) -> str:
-    # File errors print the path after expanduser (see file_arrays.require_file).
+    # File errors print the path after expanduser (see core.files.require_file).
     return str(Path(value).expanduser())

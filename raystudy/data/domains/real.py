@@ -41,7 +41,8 @@ applies it. Pixel coordinates ``p`` are grid_sample's, in [-1, 1] across the fra
 10. JPEG compression at a per-image quality in 30..50 (:mod:`raystudy.data.domains.jpeg`: JFIF
     YCbCr, 4:2:0, 8x8 DCT, T.81 Annex K tables; Wallace 1992, ITU-T T.81).
 
-The per-image draws (jitter, quality) are uniforms from :func:`mix32` of the grid position,
+The per-image draws (jitter, quality) are uniforms from
+:func:`raystudy.data.domains.camera.mix32` of the grid position,
 like the noise, so a factor combination always looks the same. Steps 1 and 5 are one
 resampling of the sim image: ``sim(A D(p) + t)``; the fixed fields of steps 3-4 are
 distorted once when the tables are built, and steps 2-3 read the coverage after both maps

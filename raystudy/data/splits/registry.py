@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from raystudy.data.core.base import GroundTruthDataset
+from raystudy.data.core.registry import DATASETS
 from raystudy.data.splits.selectors import SelectorError
 from raystudy.data.splits.split import Scenario, Split
 from raystudy.registry import Registry, unknown_name_message
@@ -166,9 +167,6 @@ def split_from_config(
 
 
 def _datasets_with_factor(factor: str) -> list[str]:
-    # Imported here: the registry module is a sibling; splits must work without it filled.
-    from raystudy.data.core.registry import DATASETS
-
     names = []
     for name, cls in DATASETS.items():
         try:
