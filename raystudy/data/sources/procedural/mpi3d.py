@@ -48,8 +48,8 @@ the indices alone. The links are drawn only in the box every arm lies in, and ea
 in a square window around its tip, cut out of the image and written back (the window holds any
 object at any camera height). Throughput on this 2-core CPU, one torch thread, batch 256 at
 64 px, best of 5 (2026-11-25, while two studies shared the cores): 10,400 images/s, against
-24,600 for 3dshapes measured the same way. (The module runs to ~420 lines because the scene's
-geometry is spelled out here, beside the code that draws it.)
+24,600 for 3dshapes measured the same way. The scene's world (its colours, sizes, camera and
+arm) is :mod:`raystudy.data.sources.procedural.mpi3d_scene`; this module draws it.
 """
 
 from __future__ import annotations
