@@ -71,7 +71,7 @@ def trial_shape(spec_path: Path, sets: list[str], system_points: int) -> TrialSh
     from raystudy.checks import load_spec
     from raystudy.checks.metrics import _train_terms_of
     from raystudy.data import get_dataset
-    from raystudy.data.split_registry import split_tag
+    from raystudy.data.splits.registry import split_tag
     from raystudy.lineage import data_input, lineage
     from raystudy.metrics.reported import reported_metrics
     from raystudy.models.params import trial_params

@@ -7,7 +7,7 @@ Every model a finished study logged is scored on OOD2-B as its trial scored it
 (`raystudy.scoring.score_representation`: the probe-train and probe-test draws of the
 ``ood2_b`` scenario from ``[evaluation.seed, 3, <its index>]``, the same probes, sizes and
 seed), then on the same test combinations rendered in the ``photo`` domain
-(`raystudy.data.photo_domain`) and in ``sim`` (the in-distribution error of those very
+(`raystudy.data.domains.photo`) and in ``sim`` (the in-distribution error of those very
 combinations). Each probe is fitted once per model on the sim codes, as in the trial, and
 scored on the three renderings of the test set: only the test images change. The ``real``
 column must equal the trial's logged ``transfer/ood2_b/<probe>/mae`` (checked: a mismatch

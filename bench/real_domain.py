@@ -6,7 +6,7 @@
 Timing: images per second of ``render(idx, domain="real")`` (the sim render included, as
 training pays it) for ``--images`` feasible combinations at 64 px, one torch thread, median of
 ``--reps`` calls after one untimed call, for colour_dsprites and shapes3d; "before" swaps in
-the ``RealShift`` of ``raystudy/data/real_domain.py`` at ``--ref`` (``git show``), "after" is
+the ``RealShift`` of ``raystudy/data/domains/real.py`` at ``--ref`` (``git show``), "after" is
 this tree's. Both run in the same process, alternating, so the machine's load hits them alike.
 
 Figure: rows colour_dsprites, shapes3d, finger (8 images each, 64 px); columns sim, real at
@@ -33,17 +33,17 @@ import numpy as np
 import torch
 
 from raystudy.data import get_dataset
-from raystudy.data.procedural import ProceduralDataset
+from raystudy.data.sources.procedural.dataset import ProceduralDataset
 
 TIMED = ("color_dsprites", "shapes3d")
 FIGURE = ("color_dsprites", "shapes3d", "finger")
 
 
 def module_at(ref: str) -> ModuleType:
-    """``raystudy.data.real_domain`` as it is at git ``ref``, loaded under another name."""
+    """``raystudy.data.domains.real`` as it is at git ``ref``, loaded under another name."""
     root = Path(__file__).resolve().parent.parent
     source = subprocess.run(
-        ["git", "show", f"{ref}:raystudy/data/real_domain.py"],
+        ["git", "show", f"{ref}:raystudy/data/domains/real.py"],
         cwd=root,
         check=True,
         capture_output=True,
@@ -64,7 +64,9 @@ def with_shift(name: str, old: ModuleType | None) -> ProceduralDataset:
     ds = get_dataset(name)
     assert isinstance(ds, ProceduralDataset)
     if old is not None:
-        ds._real_shift = old.RealShift(ds.channels, ds.resolution, ds.real_seed)
+        ds.__dict__.setdefault("_shifts", {})["real"] = old.RealShift(
+            ds.channels, ds.resolution, ds.real_seed
+        )
     return ds
 
 

@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 from raystudy.data import Split
-from raystudy.data.selectors import COMBINATORS, Selector, bounding_box
+from raystudy.data.splits.selectors import COMBINATORS, Selector, bounding_box
 from raystudy.tags import (
     DEVICE_TAG,
     GIT_COMMIT_TAG,

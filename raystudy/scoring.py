@@ -17,8 +17,8 @@ import numpy as np
 import torch
 
 from raystudy.data import GroundTruthDataset, Split
-from raystudy.data.composition import HELDOUT_ROLES, TRAIN_ROLES, sample_triples
-from raystudy.data.split_registry import split_from_config, split_params
+from raystudy.data.splits.composition import HELDOUT_ROLES, TRAIN_ROLES, sample_triples
+from raystudy.data.splits.registry import split_from_config, split_params
 from raystudy.keys import TRANSFER, eval_key, metric_key, transfer_key
 from raystudy.metrics import (
     INTERVENTION_METRICS,

@@ -58,7 +58,7 @@ from raystudy.analysis.findings.table import paper_rows
 from raystudy.analysis.tables.agreement import metric_agreement, objective_spread
 from raystudy.analysis.tables.composition import composition_table
 from raystudy.analysis.tables.correlations import transfer_correlations
-from raystudy.analysis.tables.decoder_test import decoder_test_table
+from raystudy.analysis.tables.decoder_arms import decoder_test_table
 from raystudy.analysis.tables.r2 import r2_modularity, r2_table
 
 N_BOOT = 200
@@ -236,7 +236,7 @@ def montero2022() -> Analysed:
 def test_montero2022_decoder_test_pairs_models(montero2022: Analysed) -> None:
     rows = of(montero2022.rows, RETRAINED_DECODER_LOWERS_HELDOUT)
     assert len(rows) == 6 and (rows["n_text"] == "7 models, 21 trials").all()
-    table = montero2022.tables.decoder_test
+    table = montero2022.tables.decoder_arms
     for _, row in rows.iterrows():
         split, dataset = re.match(r"split=(\S+), dataset=(\w+);", row["group"]).groups()
         models = table[
@@ -495,8 +495,8 @@ def test_rows_are_finding_rows_and_paired_tests_match_scipy() -> None:
 
 def test_split_kinds_match_the_split_registry() -> None:
     """Every Montero split the data layer defines has its kind here, from its own table."""
-    from raystudy.data import montero2022
-    from raystudy.data.split_registry import SPLITS
+    from raystudy.data.splits.papers import montero2022
+    from raystudy.data.splits.registry import SPLITS
 
     families = {
         "recomb2element": "recombination-to-element",

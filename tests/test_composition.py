@@ -20,7 +20,7 @@ from raystudy.artifacts.composition import composed, draw_composition_trials
 from raystudy.artifacts.subject import Subject
 from raystudy.checks import load_spec
 from raystudy.data import get_dataset, get_split
-from raystudy.data.composition import (
+from raystudy.data.splits.composition import (
     HELDOUT_ROLES,
     TRAIN_ROLES,
     composition_problem,

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from raystudy.data import get_dataset, get_split
-from raystudy.data.circles import POSITIONS, RADIUS
+from raystudy.data.sources.procedural.circles import POSITIONS, RADIUS
 
 RES = 64
 

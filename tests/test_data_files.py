@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from raystudy.data import Split, get_dataset, get_split
-from raystudy.data.file_arrays import DatasetFileError
+from raystudy.data.core.files import DatasetFileError
 
 DSPRITES_SIZES = (1, 3, 6, 40, 32, 32)
 SHAPES_VALUES = [
@@ -357,7 +357,7 @@ def test_without_h5py_an_hdf5_file_says_which_extra_reads_it(tmp_path: Path) -> 
 import sys
 sys.modules["h5py"] = None  # `import h5py` raises ImportError, as where it is not installed
 from raystudy.data import get_dataset
-from raystudy.data.file_arrays import DatasetFileError
+from raystudy.data.core.files import DatasetFileError
 get_dataset("dsprites_file", path={str(npz)!r})
 try:
     get_dataset("shapes3d_file", path={str(path)!r})

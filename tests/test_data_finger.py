@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from raystudy.data import Split, get_dataset
-from raystudy.data import finger as fm
+from raystudy.data.sources.procedural import finger as fm
 
 RES = 64
 UPPER, MIDDLE, LOWER, CX, CY, ROT, HUE = range(7)

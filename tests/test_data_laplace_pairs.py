@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from raystudy.data import get_dataset, get_split
-from raystudy.data.pairs import CATEGORICAL_FACTORS, categorical_columns
-from raystudy.data.split_registry import split_from_spec
+from raystudy.data.splits.pairs import CATEGORICAL_FACTORS, categorical_columns
+from raystudy.data.splits.registry import split_from_spec
 from raystudy.models import get_objective
 from raystudy.spec import TrainConfig
 from raystudy.training.loop import BatchSampler

@@ -19,9 +19,9 @@ from sklearn.datasets import load_sample_image
 
 from raystudy.checks import load_spec
 from raystudy.data import DatasetFileError, get_dataset, get_split
-from raystudy.data.catalog import describe
-from raystudy.data.dsprites_variants import fit_photograph, load_photograph
-from raystudy.data.registry import DatasetOptionError
+from raystudy.data.core.catalog import describe
+from raystudy.data.core.registry import DatasetOptionError
+from raystudy.data.domains.sprite_appearances import fit_photograph, load_photograph
 from raystudy.models import VAE, Objective, build
 from raystudy.spec import ModelConfig, TrainConfig
 from raystudy.training.loop import train

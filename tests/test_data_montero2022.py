@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from raystudy.data import GroundTruthDataset, SelectorError, get_dataset, get_split
-from raystudy.data.montero2022 import CONDITIONS, KINDS, MODIFIERS
-from raystudy.data.split_registry import SplitOptionError, split_from_config
+from raystudy.data.splits.papers.montero2022 import CONDITIONS, KINDS, MODIFIERS
+from raystudy.data.splits.registry import SplitOptionError, split_from_config
 
 # The official factor values (the datasets' documentation, and the paper code's tables).
 HUES = np.array([0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9])

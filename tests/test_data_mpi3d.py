@@ -10,9 +10,10 @@ import pytest
 import torch
 
 from raystudy.data import FactorSpace, get_dataset, get_split
-from raystudy.data.families import FAMILIES
-from raystudy.data.mpi3d_file import MPI3DFile, mpi3d_factors
-from raystudy.data.registry import DatasetOptionError
+from raystudy.data.core.families import FAMILIES
+from raystudy.data.core.grids import mpi3d_factors
+from raystudy.data.core.registry import DatasetOptionError
+from raystudy.data.sources.files.mpi3d_file import MPI3DFile
 
 RES = 64
 COLOR, SHAPE, SIZE, CAMERA, BACKGROUND, HORIZONTAL, VERTICAL = range(7)

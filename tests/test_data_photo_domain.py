@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from raystudy.data import get_dataset, get_split, split_from_spec
-from raystudy.data.photo_domain import PHOTOGRAPHS, SCENES, TEXTURES, PhotoShift, photograph
-from raystudy.data.procedural import grid_position
-from raystudy.data.split_registry import SplitOptionError
+from raystudy.data.core.factors import grid_position
+from raystudy.data.domains.photo import PHOTOGRAPHS, SCENES, TEXTURES, PhotoShift, photograph
+from raystudy.data.splits.registry import SplitOptionError
 
 N = 48
 

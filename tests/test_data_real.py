@@ -9,15 +9,9 @@ import pytest
 import torch
 
 from raystudy.data import get_dataset
-from raystudy.data.jpeg import jpeg_roundtrip
-from raystudy.data.real_domain import (
-    NOISE_BANK,
-    RealShift,
-    barrel_grid,
-    binomial_blur,
-    mix32,
-    uniforms,
-)
+from raystudy.data.domains.camera import NOISE_BANK, barrel_grid, binomial_blur, mix32, uniforms
+from raystudy.data.domains.jpeg import jpeg_roundtrip
+from raystudy.data.domains.real import RealShift
 
 PROCEDURAL = ["dsprites", "color_dsprites", "shapes3d", "finger", "mpi3d"]
 

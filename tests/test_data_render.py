@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 import torch
 
-from raystudy.data import DATASETS, get_dataset, get_split, sdf
-from raystudy.data import dsprites as dsp
+from raystudy.data import DATASETS, get_dataset, get_split
+from raystudy.data.sources.procedural import dsprites as dsp
+from raystudy.data.sources.procedural import sdf
 
 RES = 64
 SQUARE, ELLIPSE, HEART = 0, 1, 2

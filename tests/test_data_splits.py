@@ -14,7 +14,7 @@ from raystudy.data import (
     get_split,
     split_from_spec,
 )
-from raystudy.data.selectors import check, evaluate
+from raystudy.data.splits.selectors import check, evaluate
 
 # The sets of Dittadi et al. (2021) as the issue states them, written out by hand here so
 # that the test does not share a derivation with the code.

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from raystudy.data import get_dataset
-from raystudy.data.workspace import Workspace
+from raystudy.data.core.workspace import Workspace
 
 CPU = torch.device("cpu")
 

@@ -15,9 +15,9 @@ import torch
 from planted_tables import schott_results
 from pydantic import ValidationError
 
-from raystudy.analysis.figures.decoder_test import decoder_test_figure
+from raystudy.analysis.figures.decoder_arms import decoder_test_figure
 from raystudy.analysis.pipeline import DECODER_TEST_FILE, Settings, compute, write_analysis
-from raystudy.analysis.tables.decoder_test import decoder_test_table
+from raystudy.analysis.tables.decoder_arms import decoder_test_table
 from raystudy.data import get_dataset
 from raystudy.keys import DECODER_TEST, eval_key
 from raystudy.metrics.reported import reported_metrics

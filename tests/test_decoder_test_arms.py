@@ -16,8 +16,8 @@ import torch
 from planted_tables import schott_results
 from tiny import SMOKE, tiny
 
-from raystudy.analysis.figures.decoder_test import decoder_test_figure
-from raystudy.analysis.tables.decoder_test import decoder_test_table
+from raystudy.analysis.figures.decoder_arms import decoder_test_figure
+from raystudy.analysis.tables.decoder_arms import decoder_test_table
 from raystudy.checks import load_spec
 from raystudy.data import Split, get_dataset, get_split
 from raystudy.keys import DECODER_TEST, ENCODER_TEST, eval_key

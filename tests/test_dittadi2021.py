@@ -19,8 +19,8 @@ from raystudy.analysis.core.cells import cells
 from raystudy.analysis.stats.design import design_factors
 from raystudy.checks import load_spec
 from raystudy.data import get_dataset, get_split
-from raystudy.data.colour import hue_to_rgb
-from raystudy.data.dittadi import (
+from raystudy.data.sources.procedural.colour import hue_to_rgb
+from raystudy.data.splits.papers.dittadi import (
     FIXED_HELD_OUT,
     HELD_OUT_HUES_PARAM,
     NUM_HELD_OUT,
@@ -28,7 +28,7 @@ from raystudy.data.dittadi import (
     PAPER_HELD_OUT,
     per_seed_held_out,
 )
-from raystudy.data.split_registry import SplitOptionError, split_params, split_uses_seed
+from raystudy.data.splits.registry import SplitOptionError, split_params, split_uses_seed
 from raystudy.models.params import model_params
 from raystudy.scoring import build_split, split_run_params
 from raystudy.spec import SpecError, TrialConfig

@@ -11,8 +11,8 @@ from matplotlib.image import imread
 from mlflow.tracking import MlflowClient
 
 from raystudy.data import GroundTruthDataset, get_dataset, get_split
-from raystudy.data.builtin_splits import DITTADI_HELD_OUT_HUES
-from raystudy.data.heldout import differences, draw_unseen, heldout_sets, nearest_seen
+from raystudy.data.splits.heldout import differences, draw_unseen, heldout_sets, nearest_seen
+from raystudy.data.splits.papers.dittadi import DITTADI_HELD_OUT_HUES
 from raystudy.spec import TrialConfig
 from raystudy.tags import ARTIFACT_ERROR_TAG
 from raystudy.trials.common import TrialContext

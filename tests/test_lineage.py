@@ -21,7 +21,7 @@ from PIL import Image
 from raystudy.artifacts.grids import CAPTION_PX
 from raystudy.artifacts.traversals import TRAVERSAL_STEPS
 from raystudy.data import get_dataset
-from raystudy.data.split_registry import get_split, split_from_spec
+from raystudy.data.splits.registry import get_split, split_from_spec
 from raystudy.keys import system_key
 from raystudy.lineage import PACKAGES, UNKNOWN, data_input, git_commit, git_state
 from raystudy.spec import TrialConfig

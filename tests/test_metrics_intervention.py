@@ -19,7 +19,7 @@ import torch
 from sklearn.linear_model import LogisticRegression
 
 from raystudy.data import GroundTruthDataset
-from raystudy.data.factors import Factor, FactorSpace
+from raystudy.data.core.factors import Factor, FactorSpace
 from raystudy.metrics import (
     FeasibleSampler,
     MetricWarning,

@@ -1,6 +1,7 @@
-"""The further conditions of Montero et al. (2022)'s code (raystudy.data.montero2022_variants):
-each held-out and training set is compared, over the whole official grid, with the code's rule
-re-stated here on factor VALUES (``mmrl/lost-in-latent-space``,
+"""The further conditions of Montero et al. (2022)'s code
+(raystudy.data.splits.papers.montero2022_variants): each held-out and training set is compared, over
+the whole official grid, with the code's rule re-stated here on factor VALUES
+(``mmrl/lost-in-latent-space``,
 ``scripts/configs/datasplits.py``), independently of the module's index translation, and its
 size is counted by hand."""
 
@@ -12,8 +13,8 @@ import numpy as np
 import pytest
 
 from raystudy.data import GroundTruthDataset, get_dataset, get_split
-from raystudy.data.montero2022 import ALL_CONDITIONS, CONDITIONS
-from raystudy.data.montero2022_variants import VARIANTS
+from raystudy.data.splits.papers.montero2022 import ALL_CONDITIONS, CONDITIONS
+from raystudy.data.splits.papers.montero2022_variants import VARIANTS
 
 # The official factor values (the datasets' documentation; the code's tables).
 HUES = np.arange(10) / 10

@@ -11,7 +11,7 @@ from tiny import SMOKE, tiny
 
 from raystudy.checks import load_spec
 from raystudy.data import get_dataset
-from raystudy.data.split_registry import split_tag
+from raystudy.data.splits.registry import split_tag
 from raystudy.lineage import data_input
 from raystudy.scoring import build_split
 from raystudy.study.drift import current_digests, resume_warnings

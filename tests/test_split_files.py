@@ -11,10 +11,10 @@ import pytest
 
 from raystudy.checks import load_spec
 from raystudy.data import GroundTruthDataset, Split, get_dataset, get_split
-from raystudy.data.schott import KINDS
-from raystudy.data.selectors import SelectorError, evaluate
-from raystudy.data.split_files import write_split_indices
-from raystudy.data.split_registry import SplitOptionError, split_tag
+from raystudy.data.splits.index_files import write_split_indices
+from raystudy.data.splits.papers.schott import KINDS
+from raystudy.data.splits.registry import SplitOptionError, split_tag
+from raystudy.data.splits.selectors import SelectorError, evaluate
 from raystudy.scoring import build_split
 from raystudy.spec import SpecError
 

@@ -28,7 +28,7 @@ from raystudy.analysis.report import ReportInputs, render_report
 from raystudy.analysis.tables.agreement import metric_agreement, objective_spread
 from raystudy.analysis.tables.composition import composition_table
 from raystudy.analysis.tables.correlations import correlation_table, transfer_correlations
-from raystudy.analysis.tables.decoder_test import decoder_test_table
+from raystudy.analysis.tables.decoder_arms import decoder_test_table
 from raystudy.analysis.tables.r2 import r2_modularity, r2_table
 from raystudy.analysis.tables.selection import selection_table
 from raystudy.keys import eval_key

@@ -3,9 +3,9 @@
 - `reconstructions.png`: inputs of the encoder's training distribution (top row) over their
   reconstructions (bottom row), and `heldout_reconstructions.png`
   (`heldout_reconstructions_<set>.png` when a split has several held-out sets,
-  `raystudy.data.heldout`): inputs the encoder never trained on, their reconstructions, and the
-  nearest combination it did train on, rendered in `sim` (Montero et al. 2021, Figs. 2a/9/12;
-  Dittadi et al. 2021, Figs. 7/16/17): `reconstructions.py`;
+  `raystudy.data.splits.heldout`): inputs the encoder never trained on, their
+  reconstructions, and the nearest combination it did train on, rendered in `sim` (Montero
+  et al. 2021, Figs. 2a/9/12; Dittadi et al. 2021, Figs. 7/16/17): `reconstructions.py`;
 - `traversals.png`: one latent dimension varied per row, the others held at one image's code
   (Higgins et al. 2017, Fig. 7; disentanglement_lib's "fixed interval" traversal over [-2, 2]
   of the prior, or [0, 1] for the ground-truth code of gt_decoder), and `traversals.gif`, the

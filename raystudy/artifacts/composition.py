@@ -13,7 +13,7 @@ from numpy.typing import NDArray
 from raystudy.artifacts.grids import grid_figure
 from raystudy.artifacts.subject import Subject
 from raystudy.data import GroundTruthDataset
-from raystudy.data.composition import HELDOUT_ROLES, TRAIN_ROLES, Triples, sample_triples
+from raystudy.data.splits.composition import HELDOUT_ROLES, TRAIN_ROLES, Triples, sample_triples
 from raystudy.metrics.composition import triple_batch
 from raystudy.models import VAE
 from raystudy.models.objectives.composition import compose

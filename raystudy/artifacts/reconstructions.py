@@ -13,7 +13,7 @@ from numpy.typing import NDArray
 from raystudy.artifacts.grids import grid_figure
 from raystudy.artifacts.subject import Subject
 from raystudy.data import GroundTruthDataset
-from raystudy.data.heldout import (
+from raystudy.data.splits.heldout import (
     TRAIN_DOMAIN,
     HeldoutSet,
     differences,

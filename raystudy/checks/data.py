@@ -11,8 +11,8 @@ from typing import Any
 import torch
 
 from raystudy.data.check import DataChecker, DataProblem
-from raystudy.data.composition import composition_problem
-from raystudy.data.pairs import pairs_problem
+from raystudy.data.splits.composition import composition_problem
+from raystudy.data.splits.pairs import pairs_problem
 from raystudy.models import build_model, num_parameters
 from raystudy.models.objectives import objective_from_config
 from raystudy.spec import ModelConfig, StudySpec, TrialConfig

@@ -10,7 +10,7 @@ from typing import Any
 import torch
 
 from raystudy.data.check import DataChecker
-from raystudy.data.split_registry import split_tag
+from raystudy.data.splits.registry import split_tag
 from raystudy.keys import TRAIN, train_key
 from raystudy.metrics.probes import probe_applies
 from raystudy.metrics.reported import reported_metrics

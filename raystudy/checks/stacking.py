@@ -5,7 +5,7 @@ models share one split)."""
 
 from __future__ import annotations
 
-from raystudy.data.split_registry import split_tag, split_uses_seed
+from raystudy.data.splits.registry import split_tag, split_uses_seed
 from raystudy.models.objectives import OBJECTIVES
 from raystudy.spec import SpecError, StudySpec
 

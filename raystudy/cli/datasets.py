@@ -24,7 +24,7 @@ def datasets(ctx: typer.Context, json_: JsonOpt = False) -> None:
         import dataclasses
         import json
 
-        from raystudy.data.catalog import catalog, format_catalog
+        from raystudy.data.core.catalog import catalog, format_catalog
 
         if json_:
             typer.echo(json.dumps([dataclasses.asdict(e) for e in catalog()]))

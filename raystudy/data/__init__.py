@@ -16,29 +16,19 @@ Importable without Ray or MLflow, so a notebook can render, sample and split dir
     images = ds.render(split.sample("encoder", 64, rng=0))
 """
 
-# The dataset and paper-split modules register themselves on import.
-from raystudy.data import builtin_splits as _builtin_splits  # noqa: F401
-from raystudy.data import cars3d_file as _cars3d_file  # noqa: F401
-from raystudy.data import circles as _circles  # noqa: F401
-from raystudy.data import dsprites as _dsprites  # noqa: F401
-from raystudy.data import dsprites_file as _dsprites_file  # noqa: F401
-from raystudy.data import dsprites_variants as _dsprites_variants  # noqa: F401
-from raystudy.data import finger as _finger  # noqa: F401
-from raystudy.data import montero as _montero  # noqa: F401
-from raystudy.data import montero2022 as _montero2022  # noqa: F401
-from raystudy.data import mpi3d as _mpi3d  # noqa: F401
-from raystudy.data import mpi3d_file as _mpi3d_file  # noqa: F401
-from raystudy.data import schott as _schott  # noqa: F401
-from raystudy.data import shapes3d as _shapes3d  # noqa: F401
-from raystudy.data import shapes3d_file as _shapes3d_file  # noqa: F401
-from raystudy.data import smallnorb_file as _smallnorb_file  # noqa: F401
-from raystudy.data.base import GroundTruthDataset
-from raystudy.data.factors import Factor, FactorSpace
-from raystudy.data.file_arrays import DatasetFileError
-from raystudy.data.registry import DATASETS, get_dataset, register_dataset
-from raystudy.data.selectors import SelectorError
-from raystudy.data.split_registry import SPLITS, get_split, register_split, split_from_spec
-from raystudy.data.splits import Scenario, Split
+from raystudy.data.core.base import GroundTruthDataset
+from raystudy.data.core.factors import Factor, FactorSpace
+from raystudy.data.core.files import DatasetFileError
+from raystudy.data.core.registry import DATASETS, get_dataset, register_dataset
+
+# Every dataset and built-in split registers itself when its package is imported.
+from raystudy.data.sources import files as _files  # noqa: F401
+from raystudy.data.sources import procedural as _procedural  # noqa: F401
+from raystudy.data.splits import iid as _iid  # noqa: F401
+from raystudy.data.splits import papers as _papers  # noqa: F401
+from raystudy.data.splits.registry import SPLITS, get_split, register_split, split_from_spec
+from raystudy.data.splits.selectors import SelectorError
+from raystudy.data.splits.split import Scenario, Split
 
 __all__ = [
     "DATASETS",

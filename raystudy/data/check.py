@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from raystudy.data.base import GroundTruthDataset
-from raystudy.data.file_dataset import FileDataset
-from raystudy.data.registry import DatasetOptionError, get_dataset, path_options
-from raystudy.data.selectors import SelectorError
-from raystudy.data.split_registry import SplitOptionError, split_from_config
-from raystudy.data.splits import Split
+from raystudy.data.core.base import GroundTruthDataset
+from raystudy.data.core.registry import DatasetOptionError, get_dataset, path_options
+from raystudy.data.sources.files.dataset import FileDataset
+from raystudy.data.splits.registry import SplitOptionError, split_from_config
+from raystudy.data.splits.selectors import SelectorError
+from raystudy.data.splits.split import Split
 
 
 @dataclass(frozen=True)
@@ -138,5 +138,5 @@ def _is_path(value: Any) -> bool:
 
 
 def _shown(value: Any) -> str:
-    # File errors print the path after expanduser (see file_arrays.require_file).
+    # File errors print the path after expanduser (see core.files.require_file).
     return str(Path(value).expanduser())

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from raystudy.data.base import GroundTruthDataset
-from raystudy.data.splits import Split
+from raystudy.data.core.base import GroundTruthDataset
+from raystudy.data.splits.split import Split
 
 GAP = 2  # pixels of white between tiles
 

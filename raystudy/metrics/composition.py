@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from raystudy.data import GroundTruthDataset
-from raystudy.data.composition import Triples
+from raystudy.data.splits.composition import Triples
 from raystudy.models.objectives import Batch
 from raystudy.models.objectives.composition import composition_layer
 from raystudy.models.vae import VAE, bernoulli_nll

@@ -14,7 +14,7 @@ from collections import defaultdict
 from mlflow.tracking import MlflowClient
 
 from raystudy.data import get_dataset
-from raystudy.data.split_registry import split_tag
+from raystudy.data.splits.registry import split_tag
 from raystudy.lineage import data_input
 from raystudy.scoring import build_split
 from raystudy.spec import StudySpec

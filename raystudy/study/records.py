@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from raystudy.data.split_registry import split_tag
+from raystudy.data.splits.registry import split_tag
 from raystudy.keys import STACK_KEYS
 from raystudy.models.params import trial_params
 from raystudy.spec import StudySpec, TrialConfig, deep_merge

@@ -12,7 +12,7 @@ import mlflow
 from mlflow.entities import Param
 from mlflow.tracking import MlflowClient
 
-from raystudy.data.split_registry import split_tag
+from raystudy.data.splits.registry import split_tag
 from raystudy.spec import TrialConfig
 from raystudy.spec.grid import flatten
 from raystudy.spec.url_secrets import expand

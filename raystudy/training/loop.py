@@ -15,8 +15,8 @@ import numpy as np
 import torch
 
 from raystudy.data import GroundTruthDataset, Split
-from raystudy.data.composition import TRAIN_ROLES, sample_triples
-from raystudy.data.pairs import categorical_columns, pairs_problem, varying_in_encoder_set
+from raystudy.data.splits.composition import TRAIN_ROLES, sample_triples
+from raystudy.data.splits.pairs import categorical_columns, pairs_problem, varying_in_encoder_set
 from raystudy.models import VAE, Batch, Objective, PairK, add_input_noise
 from raystudy.phases import phase
 from raystudy.spec import TrainConfig
@@ -81,7 +81,7 @@ class BatchSampler:
     et al. 2020 draw it per pair too), grouping the pairs by k for `Split.sample_pairs`;
     "laplace" draws SlowVAE's transitions at `laplace_rate` (`Split.sample_laplace_pairs`, the
     dataset's categorical factors kept). With `triples`, it holds composition triples inside
-    the encoder set (`raystudy.data.composition`, rendered in one call: reference, transform,
+    the encoder set (`raystudy.data.splits.composition`, rendered in one call: reference, transform,
     target).
     """
 

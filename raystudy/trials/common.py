@@ -21,7 +21,7 @@ from raystudy.artifacts.figures import draw_figures
 from raystudy.artifacts.reconstructions import draw_reconstructions, reconstruction_strip
 from raystudy.artifacts.subject import Subject
 from raystudy.data import GroundTruthDataset, Split
-from raystudy.data.split_registry import split_tag
+from raystudy.data.splits.registry import split_tag
 from raystudy.disk_full import is_disk_full
 from raystudy.lineage import data_input, lineage
 from raystudy.models import VAE, Objective, build, model_cost

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from raystudy.data import GroundTruthDataset, Split
-from raystudy.data.split_registry import split_tag
+from raystudy.data.splits.registry import split_tag
 from raystudy.disk_full import is_disk_full
 from raystudy.models import VAE
 from raystudy.models.encoder import NoRepresentationEncoder, representation_encoder

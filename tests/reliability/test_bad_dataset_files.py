@@ -18,8 +18,8 @@ from typer.testing import CliRunner
 from raystudy.checks import load_spec
 from raystudy.cli import app
 from raystudy.data import Split, get_dataset
-from raystudy.data.file_arrays import DatasetFileError
-from raystudy.data.registry import DatasetOptionError
+from raystudy.data.core.files import DatasetFileError
+from raystudy.data.core.registry import DatasetOptionError
 from raystudy.spec import SpecError
 from raystudy.study.folder import StudyError, StudyInfo, load_study_spec
 

@@ -29,7 +29,7 @@ from typer.testing import CliRunner
 from raystudy.checks import load_spec
 from raystudy.cli import app
 from raystudy.data import get_dataset
-from raystudy.data.file_arrays import DatasetFileError
+from raystudy.data.core.files import DatasetFileError
 from raystudy.spec import SpecError
 from raystudy.study.folder import StudyInfo
 from raystudy.tags import ERROR_TAG, STUDY_TAG

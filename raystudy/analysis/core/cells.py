@@ -14,7 +14,7 @@ from __future__ import annotations
 import pandas as pd
 
 from raystudy.analysis.core.columns import METRIC, PARAM, SPLIT
-from raystudy.data.dittadi import HELD_OUT_HUES_PARAM
+from raystudy.data.splits.papers.dittadi import HELD_OUT_HUES_PARAM
 from raystudy.keys import TRANSFER
 
 DATASET = "params.dataset.name"

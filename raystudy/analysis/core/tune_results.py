@@ -17,7 +17,7 @@ import pandas as pd
 
 from raystudy.analysis.core.columns import ERROR, METRIC, PARAM, RUN_NAME
 from raystudy.analysis.core.errors import AnalysisError
-from raystudy.data.split_registry import split_tag
+from raystudy.data.splits.registry import split_tag
 from raystudy.study.folder import StudyInfo, load_study_spec, tune_dir_of
 from raystudy.study.records import StudyLayout, model_params, models_of
 from raystudy.tags import FROM_TUNE, SOURCE_TAG, SPLIT_TAG, STUDY_TAG, TRIAL_ID_TAG, column

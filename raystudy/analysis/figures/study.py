@@ -17,7 +17,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from raystudy.analysis.core.columns import DECODER_TEST_HELDOUT_NLL, HELDOUT_NLL
-from raystudy.analysis.figures.decoder_test import decoder_test_figure
+from raystudy.analysis.figures.decoder_arms import decoder_test_figure
 from raystudy.analysis.figures.models import (
     agreement_heatmaps,
     disentanglement_violins,
@@ -33,7 +33,7 @@ from raystudy.analysis.figures.transfer import (
     r2_by_split,
     transfer_vs_dci,
 )
-from raystudy.analysis.tables.decoder_test import decoder_test_table
+from raystudy.analysis.tables.decoder_arms import decoder_test_table
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ import pandas as pd
 from raystudy.analysis.core.columns import OBJECTIVE, SPLIT
 from raystudy.analysis.findings.shared import only_value
 from raystudy.analysis.tables.r2 import MONTERO2022_PREFIX
-from raystudy.data.montero import VARIANT_KINDS
+from raystudy.data.splits.papers.montero2021 import VARIANT_KINDS
 
 ELEMENT, RANGE, EXTRAPOLATION = (
     "recombination-to-element",
@@ -22,8 +22,8 @@ ELEMENT, RANGE, EXTRAPOLATION = (
 BEYOND_ELEMENT = (RANGE, EXTRAPOLATION)
 #: The 2022 code's interpolation conditions (held-out hue values between training ones).
 INTERPOLATION = "interpolation"
-#: Each split of Montero et al.'s conditions and its kind (raystudy.data.montero: the 2021
-#: splits; raystudy.data.montero2022: the 2022 paper's conditions, bracketed by family).
+#: Each split of Montero et al.'s conditions and its kind (raystudy.data.splits.papers:
+#: montero2021, the 2021 splits; montero2022, the 2022 paper's conditions, bracketed by family).
 SPLIT_KINDS: dict[str, str] = {
     "montero_element": ELEMENT,
     "montero_range": RANGE,
@@ -50,7 +50,7 @@ SPLIT_KINDS: dict[str, str] = {
                     "objc2horz",
                     "midpos",
                     "shape2px",
-                    # the code's further variants (raystudy.data.montero2022_variants)
+                    # the code's further variants (raystudy.data.splits.papers.montero2022_variants)
                     "ell2tx",
                     "sqr2scl",
                     "sqr2tx_cent",

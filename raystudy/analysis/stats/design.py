@@ -24,7 +24,7 @@ from scipy import stats
 from raystudy.analysis.core.columns import OBJECTIVE, PARAM
 from raystudy.analysis.core.groups import SUPERVISION
 from raystudy.analysis.stats.inference import Estimate, difference_test, partial_spearman
-from raystudy.data.dittadi import HELD_OUT_HUES_PARAM
+from raystudy.data.splits.papers.dittadi import HELD_OUT_HUES_PARAM
 
 #: Params that are not design axes: the replicate index, and what follows from the axes (and
 #: the seed: Dittadi's held-out hues under `held_out: per_seed` are drawn per seed).

@@ -17,7 +17,7 @@ full grid's variance, see `raystudy.metrics.transfer`):
 Montero et al. (NeurIPS 2022, "Lost in Latent Space", Sec. 4) ask whether a model's encoder
 maps unseen combinations where they belong: readouts fit on the training combinations and
 scored on the held-out ones, R^2 per factor. A `montero2022_*` split's scenario `test` is
-exactly that (`raystudy.data.montero2022`), so its runs enter the same table.
+exactly that (`raystudy.data.splits.papers.montero2022`), so its runs enter the same table.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from raystudy.analysis.core.cells import DATASET
 from raystudy.analysis.core.columns import SPLIT, transfer_scores
 from raystudy.analysis.core.groups import model_labels, natural_order
 
-#: A split of Schott et al. is registered as `schott_<kind>` (`raystudy.data.schott`), one of
-#: Montero et al. 2022 as `montero2022_<condition>` (`raystudy.data.montero2022`).
+#: A split of Schott et al. is registered as `schott_<kind>` (`raystudy.data.splits.papers.schott`),
+#: one of Montero et al. 2022 as `montero2022_<condition>` (`...papers.montero2022`).
 SCHOTT_PREFIX = "schott_"
 MONTERO2022_PREFIX = "montero2022_"
 R2_PREFIXES = (SCHOTT_PREFIX, MONTERO2022_PREFIX)

@@ -18,7 +18,7 @@ Class attributes tell the loop and the trial what an objective needs: ``pairs`` 
 images differing in ``k`` factors, see ``pair_k``), ``code_is_factor_sized`` (the code has one
 dimension per ground-truth factor, whatever ``latent_dim`` says), ``code_is_ground_truth``
 (the representation *is* the normalised factors) and ``triples`` (composition triples, see
-`raystudy.data.composition`).
+`raystudy.data.splits.composition`).
 
 An objective's options (its hyperparameters) are declared once, with defaults, ranges and a
 description each, in its nested ``Params`` model (an `ObjectiveParams`); the constructor takes
@@ -53,7 +53,7 @@ class Batch:
     ``factors2`` for pairs) are the ground-truth factor indices normalised to [0, 1] per factor
     (index / (size - 1)), float [B, K], for the reference objectives that use them.
 
-    Composition triples (`raystudy.data.composition`): ``inputs`` are the reference images,
+    Composition triples (`raystudy.data.splits.composition`): ``inputs`` are the reference images,
     ``inputs2`` the transform images, ``targets`` the images to produce, ``action`` the
     one-hot factor to change, float [B, K]; ``targets2`` stays None.
     """
@@ -112,7 +112,7 @@ class Objective(ABC):
     #: Why an objective that is not `stackable` is not, for the error that refuses a stack.
     unstackable_because: ClassVar[str] = "it has networks of its own"
     #: True when the objective trains on composition triples (reference, transform, action,
-    #: target) instead of single images (`raystudy.data.composition`).
+    #: target) instead of single images (`raystudy.data.splits.composition`).
     triples: ClassVar[bool] = False
     #: The objective's options, their defaults and ranges: the one place they are declared.
     Params: ClassVar[type[ObjectiveParams]] = ObjectiveParams

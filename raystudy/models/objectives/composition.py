@@ -3,7 +3,7 @@ Sec. 2.3, Fig. 5b and App. A; and NeurIPS 2022, "Lost in Latent Space"): a VAE t
 image composition task.
 
 Given a reference image x_r, a transform image x_t and a one-hot action a over the K factors
-(`raystudy.data.composition`), the one encoder codes both images, z_r ~ q(z|x_r) and
+(`raystudy.data.splits.composition`), the one encoder codes both images, z_r ~ q(z|x_r) and
 z_t ~ q(z|x_t), a composition operation combines the samples with the action into h, and the
 decoder renders h as the target image y. The operation (`composition_op`, the names of the
 2022 code, ``mmrl/lost-in-latent-space``, ``src/models/compnet.py``):
@@ -140,7 +140,7 @@ def _compose(
     if batch.inputs2 is None or batch.action is None:
         raise ValueError(
             "composition trains on triples: the batch has no transform image or action "
-            "(raystudy.data.composition draws them)"
+            "(raystudy.data.splits.composition draws them)"
         )
     n = batch.inputs.shape[0]
     # Both images through the encoder in one call: one pass, the same shared weights.

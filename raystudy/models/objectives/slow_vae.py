@@ -44,7 +44,7 @@ encoder set: `data_distribution: uniform` (the default here) is the second mode,
 objectives' pairs (`weak.py`, `Split.sample_pairs`), with `k: random` as `--data-k -1`;
 `data_distribution: laplace` is the first (`Split.sample_laplace_pairs`), with `rate_data`
 as `--rate-data` (default 1, `random` for `-1`) and the categorical factors of
-`raystudy.data.pairs.CATEGORICAL_FACTORS` kept. raystudy's default stays the uniform mode,
+`raystudy.data.splits.pairs.CATEGORICAL_FACTORS` kept. raystudy's default stays the uniform mode,
 which its studies trained before the Laplace draw existed.
 
 Reported extra: `kl_laplace` (the term above); `kl` is mean_images KL_N.
