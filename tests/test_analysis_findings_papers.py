@@ -236,7 +236,7 @@ def montero2022() -> Analysed:
 def test_montero2022_decoder_test_pairs_models(montero2022: Analysed) -> None:
     rows = of(montero2022.rows, RETRAINED_DECODER_LOWERS_HELDOUT)
     assert len(rows) == 6 and (rows["n_text"] == "7 models, 21 trials").all()
-    table = montero2022.tables.decoder_arms
+    table = montero2022.tables.decoder_test
     for _, row in rows.iterrows():
         split, dataset = re.match(r"split=(\S+), dataset=(\w+);", row["group"]).groups()
         models = table[

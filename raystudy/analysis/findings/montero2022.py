@@ -63,7 +63,7 @@ def montero2022_rows(
 ) -> list[dict[str, object]]:
     """Montero et al. 2022's questions (module docstring) that the tables can answer."""
     return [
-        *_decoder_rows(frame, tables.decoder_arms, min_trials=min_trials),
+        *_decoder_rows(frame, tables.decoder_test, min_trials=min_trials),
         *_encoder_rows(frame, tables.r2, min_trials=min_trials),
     ]
 
