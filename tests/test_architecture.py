@@ -14,15 +14,11 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import tomllib
 from pathlib import Path
 
 import grimp
 import pytest
-
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10: pytest's and import-linter's own TOML reader
-    import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
@@ -208,7 +208,7 @@ def write_analysis(
             figures=analysis.figures,
             spec_text=spec_text,
             settings={
-                "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+                "generated": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
                 "bootstrap resamples": settings.n_boot,
                 "seed": settings.seed,
                 "min trials per cell": settings.min_trials,
