@@ -8,6 +8,7 @@ as the first driver is in tests/reliability/test_faults_driver.py (it needs Ray)
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -115,11 +116,11 @@ def test_a_lock_recorded_by_another_host_refuses_and_says_which_file_to_delete(
     assert "pid 4242 on host head-node-7" in message and str(study / LOCK_FILE) in message
 
 
-def test_a_study_whose_run_has_not_yet_written_study_json_is_busy_not_missing(
-    tmp_path: Path,
-) -> None:
-    # `raystudy run` takes the lock, then starts its MLflow store (seconds), then writes
-    # study.json: a second driver in that window is told who drives the study.
+@contextlib.contextmanager
+def starting_study(tmp_path: Path) -> Iterator[tuple[Path, str, str]]:
+    """A folder whose lock a live process holds, as `raystudy run` does before it has written
+    study.json (it takes the lock, then starts its MLflow store, seconds); its (folder, pid,
+    host). The process is gone once the block ends."""
     folder = tmp_path / "starting"
     folder.mkdir()
     proc = subprocess.Popen(
@@ -127,32 +128,32 @@ def test_a_study_whose_run_has_not_yet_written_study_json_is_busy_not_missing(
     )
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
+        yield folder, str(proc.pid), socket.gethostname()
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_study_whose_run_has_not_yet_written_study_json_is_busy_not_missing(
+    tmp_path: Path,
+) -> None:
+    # A second driver in that window is told who drives the study.
+    with starting_study(tmp_path) as (folder, pid, host):
         assert not (folder / STUDY_FILE).exists()
-        pid, host = str(proc.pid), socket.gethostname()
         for command in ("resume", "rescore"):
             extra = ["--metrics", "mig"] if command == "rescore" else []
             code, out = invoke(command, folder.name, "--output", str(tmp_path), *extra)
             assert code == 6 and f"pid {pid} on host {host}" in out and command in out, out
         assert sorted(p.name for p in folder.iterdir()) == [LOCK_FILE]
-    finally:
-        proc.kill()
-        proc.wait()
     # once the half-made study's driver is gone, it is what it is: not a study
     code, out = invoke("resume", folder.name, "--output", str(tmp_path))
     assert code == 3 and "not a raystudy study" in out, out
 
 
 def test_status_of_a_study_being_started_names_its_driver(tmp_path: Path) -> None:
-    # Between `run` taking the lock and writing study.json, `status` says the study is being
-    # started and by whom (exit 0), not that the folder is no study.
-    folder = tmp_path / "starting"
-    folder.mkdir()
-    proc = subprocess.Popen(
-        [sys.executable, "-c", HOLD, str(folder)], stdout=subprocess.PIPE, text=True
-    )
-    try:
-        assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
-        pid, host = str(proc.pid), socket.gethostname()
+    # In that window `status` says the study is being started and by whom (exit 0), not that
+    # the folder is no study.
+    with starting_study(tmp_path) as (folder, pid, host):
         code, out = invoke("status", folder.name, "--output", str(tmp_path))
         assert code == 0, out
         assert f"being started by pid {pid} on host {host} (run)" in out, out
@@ -162,8 +163,5 @@ def test_status_of_a_study_being_started_names_its_driver(tmp_path: Path) -> Non
         assert code == 0 and data["starting"] is True, out
         assert str(data["driver"]["pid"]) == pid and data["driver"]["host"] == host
         assert sorted(p.name for p in folder.iterdir()) == [LOCK_FILE]
-    finally:
-        proc.kill()
-        proc.wait()
     code, out = invoke("status", folder.name, "--output", str(tmp_path))
     assert code == 3 and "not a raystudy study" in out, out
