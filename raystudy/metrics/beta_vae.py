@@ -53,10 +53,10 @@ def beta_vae(setting: Intervention, *, n_jobs: int) -> dict[str, float]:
     """BetaVAE score of ``represent`` on ``dataset`` (see module doc).
 
     Args:
-        dataset, represent, seed, sampler, pool, batch_size, num_train, num_eval,
-            render_batch_size, device: see :func:`~raystudy.metrics._intervention.on_dataset`
+        setting: the dataset, ``represent``, seed, sampler, pool, render batch size and
+            device, as :func:`~raystudy.metrics._intervention.on_dataset` builds them
             (``batch_size`` pairs per point, ``num_train`` points the classifier is trained
-            on).
+            on, ``num_eval`` it is scored on).
         n_jobs: BLAS threads for the classifier.
 
     Returns:

@@ -65,10 +65,10 @@ def factor_vae(
     """FactorVAE score of ``represent`` on ``dataset`` (see module doc).
 
     Args:
-        dataset, represent, seed, sampler, pool, batch_size, num_train, num_eval,
-            render_batch_size, device: see :func:`~raystudy.metrics._intervention.on_dataset`
+        setting: the dataset, ``represent``, seed, sampler, pool, render batch size and
+            device, as :func:`~raystudy.metrics._intervention.on_dataset` builds them
             (``batch_size`` observations per point, ``num_train`` points the majority vote
-            is built from).
+            is built from, ``num_eval`` it is scored on).
         num_variance_estimate: observations for the global standard deviations (10,000).
         prune_threshold: dimensions with global std below this are ignored (0.05).
         n_jobs: unused (the majority vote needs no threads); accepted like the others'.
