@@ -100,16 +100,20 @@ def _record(fd: int) -> dict[str, object] | None:
     return data if isinstance(data, dict) else None
 
 
-def _refusal(study_dir: Path, record: dict[str, object], doing: str) -> str:
-    pid, host = record.get("pid", "?"), record.get("host", "?")
+def driver_words(record: dict[str, object]) -> str:
+    """A lock record said: "pid 1234 on host head-0 (run) since <start>"."""
     since = f" since {record['started']}" if record.get("started") else ""
     what = f" ({record['doing']})" if record.get("doing") else ""
+    return f"pid {record.get('pid', '?')} on host {record.get('host', '?')}{what}{since}"
+
+
+def _refusal(study_dir: Path, record: dict[str, object], doing: str) -> str:
     elsewhere = (
         f"; if no driver runs there any more, delete {study_dir / LOCK_FILE}"
-        if host != socket.gethostname()
+        if record.get("host", "?") != socket.gethostname()
         else ""
     )
     return (
-        f"cannot {doing} study {study_dir.name!r}: it is being driven by pid {pid} on host "
-        f"{host}{what}{since}; wait for it to end or stop it (Ctrl-C) first{elsewhere}"
+        f"cannot {doing} study {study_dir.name!r}: it is being driven by "
+        f"{driver_words(record)}; wait for it to end or stop it (Ctrl-C) first{elsewhere}"
     )

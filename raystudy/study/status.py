@@ -18,7 +18,7 @@ from raystudy.study.folder import (
     StudyInfo,
     check_store,
 )
-from raystudy.study.lock import holder
+from raystudy.study.lock import driver_words, holder
 from raystudy.study.report import PROBLEM, WARNING, Line, Report
 from raystudy.tags import RUN_FINISHED, RUN_NAME_TAG, column
 from raystudy.tracking.reader import trial_runs_table
@@ -100,12 +100,9 @@ def being_started(study_dir: Path) -> dict[str, object] | None:
 
 
 def starting_line(study_dir: Path, name: str | None, driver: dict[str, object]) -> str:
-    doing = f" ({driver['doing']})" if driver.get("doing") else ""
-    since = f" since {driver['started']}" if driver.get("started") else ""
     return (
-        f"Study {name or study_dir.name!r} in {study_dir} is being started by pid "
-        f"{driver.get('pid')} on host {driver.get('host')}{doing}{since}: its {STUDY_FILE} is "
-        "not written yet; ask again in a few seconds"
+        f"Study {name or study_dir.name!r} in {study_dir} is being started by "
+        f"{driver_words(driver)}: its {STUDY_FILE} is not written yet; ask again in a few seconds"
     )
 
 
@@ -154,15 +151,27 @@ def status_data(study_dir: Path, name: str | None = None) -> dict[str, Any]:
     (`outcomes`), MLflow's runs
     by status and the phases' summed seconds (None, with the reason in `mlflow_error`, when the
     store cannot be read; `outcomes_error` likewise for a damaged Tune state). `starting` is
-    true, with only `driver` filled in, while a `run` that holds the lock has not yet written
-    study.json."""
+    true, with only `driver` known (the rest None), while a `run` that holds the lock has not
+    yet written study.json."""
     starter = being_started(study_dir)
     if starter is not None:
+        # The same keys as a study's, with nothing known yet but its driver.
+        unknown = (
+            "tune_trials",
+            "models",
+            "tracking_uri",
+            "outcomes",
+            "outcomes_error",
+            "mlflow_runs",
+            "mlflow_error",
+            "phases",
+        )
         return {
             "study": name or study_dir.name,
             "folder": str(study_dir),
             "starting": True,
             "driver": starter,
+            **dict.fromkeys(unknown),
         }
     info = StudyInfo.read(study_dir)
     out: dict[str, Any] = {
