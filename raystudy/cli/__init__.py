@@ -13,6 +13,7 @@ import typer
 
 from raystudy.cli import (
     analyze,
+    claims,
     datasets,
     evaluate,
     listing,
@@ -67,6 +68,7 @@ COMMANDS = {
     "relocate": relocate.relocate,
     "evaluate": evaluate.evaluate,
     "list": listing.list_,
+    "claims": claims.claims,
     "schema": schema.schema,
 }
 for _name, _command in COMMANDS.items():
