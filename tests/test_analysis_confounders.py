@@ -15,9 +15,8 @@ from scipy import stats
 from raystudy.analysis.core.groups import trial_groups
 from raystudy.analysis.findings.dittadi import DIS_OOD1, WEAK_RAISES_DIS
 from raystudy.analysis.findings.rows import (
-    CONFOUNDED,
-    INCONCLUSIVE,
-    YES,
+    POOLED_ONLY,
+    UNDETERMINED,
     adjusted_family,
     finding_row,
 )
@@ -88,7 +87,7 @@ def test_a_pooled_correlation_carried_by_supervision_is_confounded_and_names_it(
     # pooled: strongly negative, its interval and its Holm p-value say so
     assert row["value"] < -0.6 and row["ci_high"] < 0 and row["p_holm"] < 0.001
     # with the grid held fixed there is nothing left, and the verdict says so
-    assert row["verdict"] == CONFOUNDED
+    assert row["measured"] == POOLED_ONLY
     assert row["carried_by"] == "supervision"
     assert set(row["held_fixed"].split(", ")) == {
         "model.objective",
@@ -110,13 +109,13 @@ def test_a_pooled_correlation_carried_by_supervision_is_confounded_and_names_it(
     # never "yes" to it, under any seed of the same design
     for seed in range(1, 6):
         again = _only(compute(_confounded(seed=seed), Settings(n_boot=50)).findings, DIS_OOD1)
-        assert again["verdict"] != YES
+        assert again["measured"] != again["yes_if"]
 
 
 def test_a_true_within_group_effect_is_yes() -> None:
     analysis = compute(_within(), Settings(n_boot=200))
     row = _only(analysis.findings, DIS_OOD1)
-    assert row["verdict"] == YES
+    assert row["measured"] == row["yes_if"]
     assert row["within_value"] < -0.5 and row["within_ci_high"] < 0
     assert row["within_p_holm"] < 0.05 and row["carried_by"] == ""
 
@@ -131,12 +130,12 @@ def test_weak_supervision_aliased_with_noise_is_never_a_yes() -> None:
     frame["params.model.k"] = np.where(weak, "1", None)  # only Ada-GVAE reads k: not a confounder
     frame[DCI] = 0.1 + 0.3 * weak + 0.05 * rng.normal(size=len(frame))
     row = _only(compute(frame, Settings(n_boot=100)).findings, WEAK_RAISES_DIS)
-    assert row["p_holm"] < 0.001 and row["verdict"] == CONFOUNDED
+    assert row["p_holm"] < 0.001 and row["measured"] == POOLED_ONLY
     assert row["carried_by"] == "train.input_noise" and np.isnan(row["within_value"])
     # the same trials with noise crossed with supervision: a yes, beta held fixed
     frame["params.train.input_noise"] = np.tile(["True", "False"], len(frame) // 2)
     row = _only(compute(frame, Settings(n_boot=100)).findings, WEAK_RAISES_DIS)
-    assert row["verdict"] == YES
+    assert row["measured"] == row["yes_if"]
     assert set(row["held_fixed"].split(", ")) == {"model.beta", "train.input_noise"}
 
 
@@ -155,11 +154,11 @@ def test_weak_supervision_carried_by_beta_is_confounded() -> None:
         frame[DCI] = 0.1 * beta + 0.05 * rng.normal(size=len(frame))
         row = _only(compute(frame, Settings(n_boot=50)).findings, WEAK_RAISES_DIS)
         assert row["p_holm"] < 0.001  # pooled, the groups differ by 0.2
-        verdicts.append(row["verdict"])
-        if row["verdict"] == CONFOUNDED:
+        verdicts.append(row["measured"])
+        if row["measured"] == POOLED_ONLY:
             assert row["carried_by"] == "model.beta"
             assert row["within_ci_low"] < 0 < row["within_ci_high"]
-    assert verdicts.count(CONFOUNDED) >= 4, verdicts
+    assert verdicts.count(POOLED_ONLY) >= 4, verdicts
 
 
 def _null_rows(n: int, pairs: int, rng: np.random.Generator) -> list[dict[str, object]]:
@@ -197,7 +196,7 @@ def test_thirty_null_pairs_leave_at_most_the_expected_false_yes() -> None:
     for _ in range(families):
         table = adjusted_family(_null_rows(48, 30, rng))
         raw += int((table["within_p"] < 0.05).sum())
-        yes = int((table["verdict"] != INCONCLUSIVE).sum())
+        yes = int((table["measured"] != UNDETERMINED).sum())
         adjusted += yes
         families_with_a_false_yes += yes > 0
     # uncorrected, ~5% of the 1,200 tests come out "significant"; Holm keeps the chance of
@@ -252,20 +251,22 @@ def test_an_inconclusive_finding_says_what_it_could_detect_and_the_seeds_it_need
     frame["metrics.dis/mig"] = dci
     findings = compute(frame, Settings(n_boot=100)).findings
     row = _only(findings, DIS_OOD1)
-    assert row["verdict"] == INCONCLUSIVE
+    assert row["measured"] == UNDETERMINED
     assert abs(row["within_value"]) < row["detectable"] < 1
     assert row["more_seeds"] >= 1
     line = next(li for li in finding_lines(findings) if "OOD1" in li)
     assert f"|rho| >= {row['detectable']:.2f}" in line
     assert f"~{row['more_seeds']:.0f} more seeds" in line
-    # the numbers are the formula's: n = 16 with k = 3 dummies, at the level 0.05 / m
-    k, n, m = 3, 16, int(findings["within_p"].notna().sum())
+    # the numbers are the formula's: n = 16 with k = 3 dummies, at the level 0.05 / m, m the
+    # tests of the row's family
+    family = findings[findings["family"] == row["family"]]
+    k, n, m = 3, 16, int(family["within_p"].notna().sum())
     r = row["within_value"]
     se = math.sqrt((1 + r**2 / 2) / (n - 3 - k))
     need = stats.norm.ppf(1 - 0.05 / m / 2) + stats.norm.ppf(0.8)
     assert row["detectable"] == pytest.approx(math.tanh(need * se))
     trials = 3 + k + (n - 3 - k) * (need * se / math.atanh(abs(r))) ** 2
-    assert row["more_seeds"] == math.ceil((trials - n) / (n / 2))
+    assert row["more_seeds"] == math.ceil((math.ceil(trials) - n) / (n / 2))
     # and fall as the study grows
     small = power(rho_test(-0.2, 16, 3), correlation=True)
     large = power(rho_test(-0.2, 160, 3), correlation=True)
@@ -306,7 +307,7 @@ def test_a_sampled_axis_is_held_fixed_by_its_ranks_and_can_carry_a_correlation()
     frame["metrics.dis/mig"] = frame[DCI]
     row = _only(compute(frame, Settings(n_boot=100)).findings, DIS_OOD1)
     assert row["value"] < -0.7 and row["p_holm"] < 0.001
-    assert row["verdict"] == CONFOUNDED and row["carried_by"] == "model.beta"
+    assert row["measured"] == POOLED_ONLY and row["carried_by"] == "model.beta"
 
 
 @pytest.mark.parametrize("size", [1, 2, 7, 40])

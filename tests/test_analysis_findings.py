@@ -19,6 +19,7 @@ from raystudy.analysis.core.groups import trial_groups, with_supervision
 from raystudy.analysis.findings.dittadi import (
     DIS_OOD1,
     DIS_OOD2,
+    NOISE_OOD1,
     NOISE_OOD2,
     PROXY_DIS,
     WEAK_RAISES_DIS,
@@ -78,7 +79,7 @@ def test_a_planted_weak_effect_is_found_with_its_sign_and_inside_its_interval(
     dci = planted["metrics.dis/dci_d"]
     is_weak = planted["params.model.objective"] == "ada_gvae"
     assert weak["value"] == pytest.approx(dci[is_weak].mean() - dci[~is_weak].mean())
-    assert weak["verdict"] == "yes" and weak["value"] > 0
+    assert weak["measured"] == "> 0" and weak["value"] > 0
     assert weak["ci_low"] < WEAK_EFFECT < weak["ci_high"]
     assert (weak["n"], weak["n_text"], weak["y"]) == (80, "40 + 40", "dis/dci_d")
     pd.testing.assert_frame_equal(_tables(planted)[0], findings)  # seeded: the same again
@@ -87,13 +88,13 @@ def test_a_planted_weak_effect_is_found_with_its_sign_and_inside_its_interval(
     assert sorted(noise["y"]) == sorted(
         f"transfer/{s}/{p}/mae" for s in ("ood2_a", "ood2_b") for p in PROBES
     )
-    assert (noise["verdict"] == "yes").all() and (noise["ci_high"] < 0).all()
+    assert (noise["measured"] == noise["yes_if"]).all() and (noise["ci_high"] < 0).all()
     # OOD1 and OOD2 rows per scenario and probe; the error falls with DCI-D: yes, rho < 0
     ood1 = findings[findings["question"] == DIS_OOD1]
     assert sorted(ood1["y"]) == [f"transfer/ood1_a/{p}/mae" for p in sorted(PROBES)]
     assert len(findings[findings["question"] == DIS_OOD2]) == 4
     transfer = findings[findings["question"].isin([DIS_OOD1, DIS_OOD2])]
-    assert (transfer["verdict"] == "yes").all() and (transfer["value"] < 0).all()
+    assert (transfer["measured"] == transfer["yes_if"]).all() and (transfer["value"] < 0).all()
     # ELBO rises and reconstruction NLL falls with DCI-D, in both supervision groups
     proxy = findings[findings["question"] == PROXY_DIS]
     assert sorted(zip(proxy["x"], proxy["group"], strict=True)) == sorted(
@@ -101,20 +102,20 @@ def test_a_planted_weak_effect_is_found_with_its_sign_and_inside_its_interval(
         for x in ("eval/elbo", "eval/recon")
         for g in ("weak", "unsupervised")
     )
-    assert (proxy["verdict"] == "yes").all()
+    assert (proxy["measured"] == proxy["yes_if"]).all()
     assert (np.sign(proxy["value"]) == np.where(proxy["x"] == "eval/elbo", 1, -1)).all()
 
 
 def test_a_null_effect_is_inconclusive_and_a_reversed_one_is_no() -> None:
     null = _tables(planted_effects(40, weak_effect=0.0, noise_effect=0.0, seed=2))[0]
     weak = _only(null, WEAK_RAISES_DIS)
-    assert weak["verdict"] == "inconclusive" and weak["ci_low"] < 0 < weak["ci_high"]
+    assert weak["measured"] == "undetermined" and weak["ci_low"] < 0 < weak["ci_high"]
     noise = null[null["question"] == NOISE_OOD2]
-    assert len(noise) == 4 and (noise["verdict"] == "inconclusive").all()
+    assert len(noise) == 4 and (noise["measured"] == "undetermined").all()
     assert ((noise["ci_low"] < 0) & (noise["ci_high"] > 0)).all()
     reversed_ = _tables(planted_effects(40, weak_effect=-0.3, seed=2))[0]
     weak = _only(reversed_, WEAK_RAISES_DIS)
-    assert weak["verdict"] == "no" and weak["ci_high"] < 0
+    assert weak["measured"] == "< 0" and weak["ci_high"] < 0
 
 
 def test_an_infinite_score_is_left_out_of_the_difference(planted: pd.DataFrame) -> None:
@@ -164,7 +165,7 @@ def test_questions_the_table_cannot_answer_have_no_row(planted: pd.DataFrame) ->
     assert len(no_real[no_real["question"] == NOISE_OOD2]) == len(PROBES)  # ood2_a's stay
     # no disentanglement score at all: only the noise question can be answered
     scoreless = questions(planted.drop(columns=["metrics.dis/dci_d", "metrics.dis/mig"]))
-    assert set(scoreless["question"]) == {NOISE_OOD2}
+    assert set(scoreless["question"]) == {NOISE_OOD2, NOISE_OOD1}
 
 
 def test_without_dci_d_the_first_disentanglement_score_stands_in_and_is_named(
@@ -195,6 +196,7 @@ def _report(findings: pd.DataFrame, analysis: Analysis) -> str:
             figures=[],
             spec_text="",
             findings=findings,
+            claims=analysis.claims,
         )
     )
 
@@ -206,12 +208,14 @@ def test_the_report_opens_with_the_findings_and_the_summary_shows_the_same_lines
     lines = finding_lines(analysis.findings)
     assert len(lines) == len(analysis.findings) > 0
     report = _report(analysis.findings, analysis)
-    assert _sections(report)[0] == "Findings"
+    # what the study was run to answer comes first: the papers' claims, then the Findings
+    assert _sections(report)[:2] == ["The papers' claims", "Findings"]
     items = re.findall(r"<li>(.*?)</li>", report)
-    assert [re.sub(r"</?b>", "", item) for item in items] == lines
+    assert [html.unescape(re.sub(r"</?b>", "", item)) for item in items] == lines
     said = format_summary(StudyAnalysis(analysis, tmp_path, [], None)).splitlines()
+    assert said[0].startswith("Claims (claims.csv): ")
     at = said.index(next(s for s in said if s.startswith("Findings (findings.csv)")))
-    assert at == 0  # what the study was run to answer comes first
+    assert at == 2 + int((analysis.claims["agreement"] != "not testable").sum())
     assert at + len(lines) < said.index(next(s for s in said if s.startswith("Runs: ")))
     assert [s.strip() for s in said[at + 1 : at + 1 + len(lines)]] == lines
     assert at < said.index(next(s for s in said if s.startswith("Spearman rho")))
@@ -219,4 +223,4 @@ def test_the_report_opens_with_the_findings_and_the_summary_shows_the_same_lines
     empty = Analysis(**{**analysis.__dict__, "findings": analysis.findings.iloc[:0]})
     assert NO_FINDINGS in format_summary(StudyAnalysis(empty, tmp_path, [], None))
     report = _report(empty.findings, analysis)
-    assert _sections(report)[0] == "Findings" and html.escape(NO_FINDINGS) in report
+    assert "Findings" in _sections(report) and html.escape(NO_FINDINGS) in report

@@ -22,7 +22,7 @@ from raystudy.analysis.findings.dittadi import (
     PROXY_DIS,
     WEAK_RAISES_DIS,
 )
-from raystudy.analysis.findings.rows import VERDICTS
+from raystudy.analysis.findings.rows import MEASURED
 from raystudy.checks import load_spec
 from raystudy.cli import app
 from raystudy.study.folder import StudyInfo
@@ -62,7 +62,7 @@ def test_laptop_study_spans_disentanglement_and_answers_the_papers_questions(
     findings = pd.read_csv(tmp_path / "laptop" / "analysis" / "findings.csv")
     asked = {WEAK_RAISES_DIS, DIS_OOD1, DIS_OOD2, NOISE_OOD2, PROXY_DIS}
     assert asked <= set(findings["question"])
-    assert set(findings["verdict"]) <= set(VERDICTS)
+    assert set(findings["measured"]) <= set(MEASURED)
     dittadi = findings[findings["paper_id"] == "dittadi2021"]
     assert (dittadi["n"] >= 12).all()
     # the design is held fixed in every Dittadi question but the noise one's own axis

@@ -21,6 +21,7 @@ from raystudy.analysis.core.errors import AnalysisError
 from raystudy.analysis.core.groups import trial_groups, with_supervision
 from raystudy.analysis.core.results import ANALYSIS_DIR, RESULTS_FILE, finished, load_results
 from raystudy.analysis.figures.study import StudyFigure, study_figures
+from raystudy.analysis.findings.claims import claims_table
 from raystudy.analysis.findings.rows import order_findings
 from raystudy.analysis.findings.shared import PaperTables
 from raystudy.analysis.findings.table import findings_table, paper_rows
@@ -34,6 +35,7 @@ from raystudy.analysis.tables.selection import selection_table
 from raystudy.keys import eval_key
 
 FINDINGS_FILE = "findings.csv"
+CLAIMS_FILE = "claims.csv"
 CORRELATIONS_FILE = "correlations.csv"
 PROXY_FILE = "unsupervised_vs_disentanglement.csv"
 SELECTION_FILE = "selection.csv"
@@ -83,6 +85,8 @@ class Analysis(PaperTables):
     #: The papers' questions this study answers, one row each (`raystudy.analysis.findings`);
     #: written even when empty, since no question answered is itself a finding.
     findings: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: Every claim of the papers and whether the study agrees (`claims.csv`).
+    claims: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     status_counts = _of_frame(results.status_counts)
     unfinished = _of_frame(results.unfinished)
@@ -129,7 +133,7 @@ def compute(
     spread = objective_spread(done)
     decoder_test = decoder_test_table(finished(frame))
     composition = composition_table(finished(frame))
-    say("findings: the papers' questions this study can answer, adjusted as one family")
+    say("findings: the papers' questions and claims this study can answer, adjusted per family")
     tables = PaperTables(r2, modularity, agreement, spread, decoder_test, composition)
     papers = paper_rows(done, correlations, tables, **options)
     findings = findings_table(done, correlations, proxy, **options, extra_rows=papers)
@@ -143,6 +147,7 @@ def compute(
         proxy_correlations=proxy,
         selection=selection,
         findings=findings,
+        claims=claims_table(findings),
         figures=figures,
     )
 
@@ -163,6 +168,7 @@ def write_analysis(
     analysis.frame.to_parquet(files[0], index=False)
     for name, table in (
         (FINDINGS_FILE, analysis.findings),
+        (CLAIMS_FILE, analysis.claims),
         (CORRELATIONS_FILE, analysis.correlations),
         (PROXY_FILE, analysis.proxy_correlations),
         (SELECTION_FILE, analysis.selection),
@@ -196,6 +202,7 @@ def write_analysis(
         ReportInputs(
             study=study,
             findings=analysis.findings,
+            claims=analysis.claims,
             status_counts=analysis.status_counts,
             planned_trials=planned_trials,
             unfinished=analysis.unfinished,
@@ -262,7 +269,11 @@ def analyze_study(
         raise AnalysisError(f"study {info.name!r} has no trial runs yet in its {where}")
     analysis = compute(frame, settings, progress)
     # A paper's own study opens with that paper's questions.
-    analysis = replace(analysis, findings=order_findings(analysis.findings, info.name))
+    analysis = replace(
+        analysis,
+        findings=order_findings(analysis.findings, info.name),
+        claims=claims_table(analysis.findings, info.name),
+    )
     spec = study_dir / SPEC_FILE
     folder = study_dir / ANALYSIS_DIR
     say(f"writing tables, figures and the report to {folder}")

@@ -14,6 +14,8 @@ import numpy as np
 import pandas as pd
 
 from raystudy.analysis.figures.study import StudyFigure
+from raystudy.analysis.findings.claims import claim_counts
+from raystudy.analysis.findings.rows import NOT_TESTABLE
 from raystudy.analysis.findings.text import NO_FINDINGS, finding_parts
 from raystudy.analysis.tables.correlations import pivot
 from raystudy.analysis.tables.selection import regret_pivot
@@ -61,6 +63,8 @@ class ReportInputs:
     r2_modularity: pd.DataFrame = field(default_factory=pd.DataFrame)
     #: `findings.csv`: the papers' questions this study answers, shown first.
     findings: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: `claims.csv`: every claim of the papers and this study's agreement with it.
+    claims: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def _e(value: object) -> str:
@@ -216,20 +220,56 @@ PAPER_NAMES = {
 }
 
 
+_UNTESTED = ("claim_id", "detail", "preset")
+
+
+def claims_html(claims: pd.DataFrame) -> str:
+    """The papers' claims, each with this study's agreement (`claims.csv`), opened by the
+    counts; claims the study cannot test folded away."""
+    if claims.empty:
+        return ""
+    intro = (
+        '<h2>The papers\' claims</h2><p class="note">Every headline claim of the papers '
+        "(<code>raystudy claims</code>), against this study's Findings rows that test it "
+        "(<code>claims.csv</code>): <i>agrees</i> only when every row agrees; <i>disagrees</i> "
+        "when any row measures the opposite sign, an effect where the paper claims none, or "
+        "none where it claims one; <i>confounded</i> when a design factor moves both scores; "
+        "<i>inconclusive</i> when the rows cannot tell.</p>"
+        f"<p><b>{_e(claim_counts(claims))}</b></p>"
+    )
+    columns = ["claim_id", "agreement", "measured", "detail", "paper_answer"]
+    tested = claims[claims["agreement"] != NOT_TESTABLE]
+    untested = claims[claims["agreement"] == NOT_TESTABLE]
+    parts = [intro]
+    if not tested.empty:
+        parts.append(_simple_table(tested[columns], left=tuple(columns)))
+    if not untested.empty:
+        parts.append(
+            f"<details><summary>{len(untested)} claims this study cannot test</summary>"
+            + _simple_table(
+                untested[["claim_id", "detail", "preset"]], left=("claim_id", "detail", "preset")
+            )
+            + "</details>"
+        )
+    return "".join(parts)
+
+
 def findings_html(findings: pd.DataFrame) -> str:
-    """The Findings section: one line per answered question (`finding_line`), its verdict
-    in bold, under its paper's name; a note when the study answers none."""
+    """The Findings section: one line per answered question (`finding_parts`), its agreement
+    with the paper in bold, under its paper's name; a note when the study answers none."""
     intro = (
         "<h2>Findings</h2><p class=\"note\">The papers' questions this study's trials can "
-        "answer, from its own numbers (<code>findings.csv</code>): the statistic over the "
-        "trials pooled, with its 95% interval, its p-value and the p-value adjusted over "
-        "all the Findings (Holm), and n; then the same with the study's design factors held "
-        "fixed (the grid axes that vary; seeds are replicates). <i>Yes</i> or <i>no</i> only "
-        "when the held-fixed statistic is significant after adjustment; <i>confounded</i> "
-        "when only the pooled one is, naming the factor that carries it; <i>inconclusive</i> "
-        "otherwise, with the effect this n could detect. MAE is an error, so "
-        "disentanglement that helps transfer has rho &lt; 0. Beside each, what the paper "
-        "reported.</p>"
+        "answer, from its own numbers (<code>findings.csv</code>): what was measured "
+        "(<i>&gt; 0</i> or <i>&lt; 0</i> when the statistic with the study's design factors held "
+        "fixed is significant after adjustment; <i>~ 0</i> when two one-sided tests place it "
+        "within the claim's margin; <i>pooled only</i> when only the pooled statistic is; "
+        "<i>undetermined</i> otherwise) beside the paper's answer, and whether they agree. "
+        "Then the statistic over the trials pooled, with its 95% interval, its p-value and the "
+        "p-value adjusted (Holm) within its family (each paper's primary claims one family, its "
+        "secondary claims and unclaimed questions another), and n; the same with the design "
+        "held fixed (the grid axes that vary; seeds are replicates); for an open row, the "
+        "effect this n could detect with the same test. MAE is an error, so disentanglement "
+        "that helps transfer has rho &lt; 0. Beside each, the paper's words.</p>"
     )
     if findings.empty:
         return f'{intro}<p class="note">{_e(NO_FINDINGS)}</p>'
@@ -296,6 +336,7 @@ def render_report(inputs: ReportInputs) -> str:
     body = f"""
 <h1>Study <code>{_e(inputs.study)}</code>: analysis</h1>
 <p class="note">{_e(settings)}</p>
+{claims_html(inputs.claims)}
 {findings_html(inputs.findings)}
 <h2>Runs</h2>
 <p>{finished} of {inputs.planned_trials} planned trials finished; only finished trials are

@@ -6,8 +6,11 @@ import numpy as np
 import pandas as pd
 
 from raystudy.analysis.core.columns import HELDOUT_NLL
+from raystudy.analysis.findings.claims import claim_counts
+from raystudy.analysis.findings.rows import NOT_TESTABLE
 from raystudy.analysis.findings.text import NO_FINDINGS, finding_lines
 from raystudy.analysis.pipeline import (
+    CLAIMS_FILE,
     COMPOSITION_FILE,
     FINDINGS_FILE,
     MODULARITY_FILE,
@@ -24,6 +27,7 @@ def format_summary(result: StudyAnalysis) -> str:
     counts = a.status_counts
     # The Findings first: they are what the study was run to answer.
     lines = [
+        _claims(a.claims),
         _findings(a.findings),
         "",
         "Runs: " + ", ".join(f"{v} {k.lower()}" for k, v in counts.items()),
@@ -63,12 +67,23 @@ def _composition(table: pd.DataFrame) -> str:
     return head + "\n" + shown.to_string(float_format=lambda v: f"{v:.2f}")
 
 
+def _claims(claims: pd.DataFrame) -> str:
+    """The count of the papers' claims by agreement, and each tested claim's line."""
+    if claims.empty:
+        return ""
+    lines = [f"Claims ({CLAIMS_FILE}): {claim_counts(claims)}"]
+    for row in claims[claims["agreement"] != NOT_TESTABLE].itertuples():
+        lines.append(f"  {row.claim_id}: {row.agreement} ({row.detail})")
+    return "\n".join(lines) + "\n"
+
+
 def _findings(findings: pd.DataFrame) -> str:
     """The report's Findings section as plain lines (the same sentences)."""
     head = (
         f"Findings ({FINDINGS_FILE}): the papers' questions, answered from this study's trials "
-        "(pooled, then with the design factors held fixed; p-values Holm-adjusted over the "
-        "Findings; confounded: only the pooled statistic is significant)"
+        "(measured: > 0 / < 0 significant with the design held fixed, ~ 0 within the claim's "
+        "margin, pooled only: a design factor carries it; p-values Holm-adjusted within each "
+        "paper's primary or secondary family)"
     )
     body = finding_lines(findings) if not findings.empty else [NO_FINDINGS]
     return "\n".join([head, *(f"  {line}" for line in body)])

@@ -12,6 +12,8 @@ from raystudy.analysis.findings.shared import only_value
 from raystudy.analysis.tables.r2 import MONTERO2022_PREFIX
 from raystudy.data.splits.papers.montero2021 import VARIANT_KINDS
 
+MONTERO2021, MONTERO2022 = "montero2021", "montero2022"
+MONTERO2022_CITE = "Montero et al. 2022"
 ELEMENT, RANGE, EXTRAPOLATION = (
     "recombination-to-element",
     "recombination-to-range",

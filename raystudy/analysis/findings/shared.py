@@ -33,10 +33,16 @@ import pandas as pd
 from numpy.typing import NDArray
 from scipy import stats
 
-from raystudy.analysis.core.cells import CELL
-from raystudy.analysis.core.columns import PARAM, SPLIT
-from raystudy.analysis.stats.design import Adjusted, held_fixed
-from raystudy.analysis.stats.inference import ALPHA, Estimate, ols_coefficient, rho_test
+from raystudy.analysis.core.cells import CELL, SEPARATOR
+from raystudy.analysis.core.columns import PARAM, SPLIT, transfer_scores
+from raystudy.analysis.stats.design import Adjusted, adjusted_difference, held_fixed
+from raystudy.analysis.stats.inference import (
+    ALPHA,
+    Estimate,
+    difference_test,
+    ols_coefficient,
+    rho_test,
+)
 
 SEED = PARAM + "seed"
 
@@ -85,7 +91,7 @@ def paired_estimate(differences: NDArray[np.float64], level: float = 1 - ALPHA) 
     ci = test.confidence_interval(level)
     mean, t = float(d.mean()), float(test.statistic)
     se = abs(mean / t) if t else float(stats.sem(d))
-    return Estimate(mean, float(ci.low), float(ci.high), float(test.pvalue), se, n, 0)
+    return Estimate(mean, float(ci.low), float(ci.high), float(test.pvalue), se, n, 0, n - 1.0)
 
 
 def where_labels(frame: pd.DataFrame) -> pd.Series:
@@ -161,3 +167,34 @@ def held_fixed_coefficient(
         return ols_coefficient(values, base, covariates)
 
     return test(np.empty((len(frame), 0))), held_fixed(test, frame, factors, base)
+
+
+def test_r2(runs: pd.DataFrame) -> dict[str, pd.Series]:
+    """Per readout, each trial's `transfer/test/<probe>/r2` (its cell's column where the
+    study's transfer columns are split by cell)."""
+    out: dict[str, pd.Series] = {}
+    for score in transfer_scores(runs, ("r2",)):
+        if score.scenario.split(SEPARATOR)[0] != "test":
+            continue
+        values = pd.Series(numbers(runs, score.column), index=runs.index)
+        previous = out.get(score.probe)
+        out[score.probe] = values if previous is None else previous.fillna(values)
+    return {probe: values for probe, values in out.items() if np.isfinite(values).any()}
+
+
+def split_columns(frame: pd.DataFrame) -> tuple[str, ...]:
+    return tuple(c for c in frame.columns if c == SPLIT or c.startswith(SPLIT + "."))
+
+
+def two_group_difference(
+    trials: pd.DataFrame,
+    values: NDArray[np.float64],
+    first: NDArray[np.bool_],
+    exclude: tuple[str, ...],
+) -> tuple[Estimate, Adjusted]:
+    """mean(values | first) - mean(values | not first) over `trials`: pooled (Welch's test)
+    and with every design factor but `exclude` (those that define the two groups) held fixed
+    (`design.adjusted_difference`)."""
+    pooled = difference_test(values, first, np.empty((len(trials), 0)))
+    within = adjusted_difference(trials.assign(_values=values), "_values", first, exclude=exclude)
+    return pooled, within

@@ -1,5 +1,6 @@
-"""A Finding said as a sentence: its question, its verdict, and the numbers behind it, as the
-report and `raystudy analyze`'s summary show them (`finding_parts`, `finding_line`)."""
+"""A Finding said as a sentence: its question, its agreement with the paper, what was measured
+and the numbers behind it, as the report and `raystudy analyze`'s summary show them
+(`finding_parts`, `finding_line`)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,7 @@ import numpy as np
 import pandas as pd
 
 from raystudy.analysis.core.groups import SUPERVISION
-from raystudy.analysis.findings.rows import CONFOUNDED, CORRELATIONS, INCONCLUSIVE
-from raystudy.analysis.stats.inference import POWER
-
-#: Past this many, the seeds an observed effect needs are said as "more than" it: an
-#: approximation that far out says only that the effect is out of reach.
-MANY_SEEDS = 1000
+from raystudy.analysis.findings.rows import NO_CLAIM, POOLED_ONLY
 
 
 def _p(value: float) -> str:
@@ -26,19 +22,25 @@ def _interval(low: float, high: float) -> str:
 
 
 def finding_parts(row: pd.Series) -> tuple[str, str, str]:
-    """A finding's question, its verdict ('Yes', 'No', 'Inconclusive', 'Confounded'), and the
-    rest of its line: the pooled number with its interval, p-values (raw and Holm) and n; the
-    same with the design held fixed; what carries a confounded one; the power of an
-    inconclusive one; and what the paper reported."""
+    """A finding's question, its agreement with the paper ('Agrees', 'Disagrees',
+    'Inconclusive', 'Confounded'; 'No claim' for a question the paper does not answer), and the
+    rest of its line: what was measured against the paper's answer, the pooled number with its
+    interval, p-values (raw and Holm, in its family) and n; the same with the design held
+    fixed; the equivalence test of a claim of no effect; what an open row lacks; and what the
+    paper says."""
     if row["statistic"] == "difference" and str(row["x"]).startswith(SUPERVISION):
         measure = f"mean {row['y']}, {row['x'].replace(SUPERVISION + '=', '')}"
     elif row["statistic"] == "rho":
         measure = f"rho({row['x']}, {row['y']})"
     else:
         measure = f"{row['statistic']} of {row['y']} ({row['x']})"
+    said = f"measured {row['measured']}"
+    if row["paper_answer"]:
+        said += f", paper {row['paper_answer']}"
     rest = (
-        f"{measure} = {row['value']:+.2f} {_interval(row['ci_low'], row['ci_high'])}, "
-        f"p = {_p(row['p_value'])} (Holm {_p(row['p_holm'])}), n = {row['n_text']}"
+        f"{said}; {measure} = {row['value']:+.2f} {_interval(row['ci_low'], row['ci_high'])}, "
+        f"p = {_p(row['p_value'])} (Holm {_p(row['p_holm'])}, {row['family']}), "
+        f"n = {row['n_text']}"
     )
     held = row["held_fixed"] if isinstance(row["held_fixed"], str) else ""
     if held:
@@ -47,17 +49,19 @@ def finding_parts(row: pd.Series) -> tuple[str, str, str]:
             f"{_interval(row['within_ci_low'], row['within_ci_high'])}, "
             f"p = {_p(row['within_p'])} (Holm {_p(row['within_p_holm'])})"
         )
+    if np.isfinite(row["margin"]):
+        rest += (
+            f"; within +-{row['margin']:.2f} (two one-sided tests): p = {_p(row['tost_p'])}"
+            f" (Holm {_p(row['tost_p_holm'])})"
+        )
     carried = row["carried_by"] if isinstance(row["carried_by"], str) else ""
-    if row["verdict"] == CONFOUNDED:
+    if row["measured"] == POOLED_ONLY:
         rest += f", carried by {carried}" if carried else ", which the design cannot separate"
-    if row["verdict"] in (INCONCLUSIVE, CONFOUNDED) and np.isfinite(row["detectable"]):
-        size = "|rho|" if row["statistic"] in CORRELATIONS else "an effect"
-        rest += f"; this n detects {size} >= {row['detectable']:.2f} ({POWER:.0%} power)"
-        if np.isfinite(row["more_seeds"]) and row["more_seeds"] > MANY_SEEDS:
-            rest += f", the observed one needs over {MANY_SEEDS:,} more seeds"
-        elif np.isfinite(row["more_seeds"]):
-            rest += f", the observed one needs ~{row['more_seeds']:.0f} more seeds"
-    return str(row["text"]), str(row["verdict"]).capitalize(), f"{rest}. Paper: {row['paper']}."
+    why = row["why"] if isinstance(row["why"], str) else ""
+    if why and row["measured"] != POOLED_ONLY:
+        rest += f"; {why}"
+    answer = "No claim" if row["agreement"] == NO_CLAIM else str(row["agreement"]).capitalize()
+    return str(row["text"]), answer, f"{rest}. Paper: {row['paper']}."
 
 
 def finding_line(row: pd.Series) -> str:

@@ -151,7 +151,7 @@ def held_fixed(
         if used:
             singles[factor_name(factor)] = matrix
     pooled = test(np.empty((len(frame), 0)))
-    aliased = _aliased(frame, factors, held, base)
+    aliased = _aliased(frame, factors, held, base, covariates)
     if aliased:
         # The tested variable and this factor move together in every trial: no statistic
         # can tell their effects apart, so none is given.
@@ -165,16 +165,24 @@ def _aliased(
     factors: list[str],
     held: tuple[str, ...],
     base: NDArray[np.float64] | None,
+    covariates: NDArray[np.float64],
 ) -> list[str]:
     """Factors that vary but kept no column, because a 0/1 `base` (the compared groups)
     spans them, except hyperparameters only one group's models have (a `model.k` that only
-    the weakly supervised objective reads is part of what is compared, not a confounder)."""
+    the weakly supervised objective reads is part of what is compared, not a confounder),
+    and factors the other factors held fixed span already (an objective whose models are told
+    apart by which hyperparameters they have) and so are held fixed with them."""
     if base is None or base.shape[1] != 1:
         return []
     side = base[:, 0] > 0.5
+    kept = np.column_stack([np.ones(len(frame)), covariates])
+    rank = np.linalg.matrix_rank(kept)
     out = []
     for factor in factors:
         if factor_name(factor) in held:
+            continue
+        columns = _encoded(frame[factor])
+        if np.linalg.matrix_rank(np.column_stack([kept, *columns])) == rank:
             continue
         levels = _levels(frame[factor])
         if (levels[side] == MISSING_LEVEL).all() or (levels[~side] == MISSING_LEVEL).all():

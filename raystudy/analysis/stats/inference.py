@@ -17,10 +17,17 @@
   q_(i) = min_{j >= i} min(1, m p_(j) / j), each mapped back to its test. (What statsmodels'
   `multipletests` gives for "holm" and "fdr_bh", tested against it; computed here because
   statsmodels 0.15 runs `gc.collect()` on every call, 0.15 s each.)
-- Power: a normal approximation on the tested scale (Fisher's z for rho): with standard error
-  se at n trials, the smallest effect detected with probability `power` at two-sided level a
-  is (z_{1-a/2} + z_power) se; the trials needed for an observed effect e are
-  n ((z_{1-a/2} + z_power) se / e)^2, since se shrinks as 1 / sqrt(n).
+- Power is that of the test the verdict comes from, on its scale (Fisher's z for rho, a t
+  with the test's degrees of freedom otherwise; `Estimate.dof`, infinite for a normal test):
+  with standard error se the smallest effect detected with probability `power` at two-sided
+  level a is (t_{1-a/2, dof} + t_{power, dof}) se, so an observed effect beyond it is always
+  significant at a; the trials needed for an observed effect e are the fewest n' at which
+  (t_{1-a/2, dof'} + t_{power, dof'}) se sqrt(m / m') <= e, m the part of n that the
+  variance scales with (n - 3 - k for a correlation, n otherwise) and dof' = dof + n' - n.
+- Equivalence (a claim of no effect): two one-sided tests (Schuirmann 1987) against a margin
+  d on the same scale, p = max(P(T > (v + d) / se), P(T < (v - d) / se)); below the level,
+  the effect lies within +-d. This n confirms equivalence, when the true effect is 0, with
+  probability `power` for margins of at least (t_{1-a, dof} + t_{1-(1-power)/2, dof}) se.
 """
 
 from __future__ import annotations
@@ -55,6 +62,8 @@ class Estimate:
     n: int
     #: Covariate columns held fixed (0 for a plain statistic).
     k: int = 0
+    #: Degrees of freedom of the t the test uses (infinite: a normal test, as rho's).
+    dof: float = math.inf
 
     @classmethod
     def missing(cls, n: int = 0, k: int = 0) -> Estimate:
@@ -125,7 +134,8 @@ def difference_test(
         value = float(a.mean() - b.mean())
         t = float(welch.statistic)
         se = abs(value / t) if t else math.inf
-        return Estimate(value, float(ci.low), float(ci.high), float(welch.pvalue), se, n, 0)
+        dof = float(welch.df)
+        return Estimate(value, float(ci.low), float(ci.high), float(welch.pvalue), se, n, 0, dof)
     return ols_coefficient(values, indicator[:, None].astype(np.float64), covariates)
 
 
@@ -152,6 +162,7 @@ def ols_coefficient(
         float(fit.bse[j]),
         n,
         k,
+        float(fit.df_resid),
     )
 
 
@@ -201,23 +212,81 @@ class Power:
     trials_needed: float
 
 
+def _quantile(q: float, dof: float) -> float:
+    return float(stats.norm.ppf(q) if not math.isfinite(dof) else stats.t.ppf(q, dof))
+
+
+def _tail(x: float, dof: float) -> float:
+    """P(T > x)."""
+    return float(stats.norm.sf(x) if not math.isfinite(dof) else stats.t.sf(x, dof))
+
+
+#: The most trials a power statement looks for; past it the effect is out of reach.
+_MOST_TRIALS = 10_000_000
+
+
 def power(
     estimate: Estimate, *, correlation: bool, alpha: float = ALPHA, power_: float = POWER
 ) -> Power:
-    """The normal-approximation power of `estimate`'s test (module docstring); `correlation`:
-    the standard error is on Fisher's z scale, so effects are given as rho."""
-    se, n = estimate.se, estimate.n
-    if not (math.isfinite(se) and se > 0 and n > 0):
+    """The power of `estimate`'s own test (module docstring); `correlation`: the standard
+    error is on Fisher's z scale, so effects are given as rho."""
+    se, n, dof = estimate.se, estimate.n, estimate.dof
+    if not (math.isfinite(se) and se > 0 and n > 0) or dof <= 0:
         return Power(math.nan, math.nan)
-    need = stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power_)
-    detectable = need * se
+
+    def reach(extra: float) -> float:
+        d = dof + extra
+        return _quantile(1 - alpha / 2, d) + _quantile(power_, d)
+
+    detectable = reach(0.0) * se
     observed = abs(estimate.value) if math.isfinite(estimate.value) else math.nan
     if correlation:
         detectable = math.tanh(detectable)
         observed = math.atanh(min(observed, 0.999999)) if math.isfinite(observed) else observed
     if not (math.isfinite(observed) and observed > 0):
         return Power(detectable, math.nan)
-    # Only the part of the n that the test's degrees of freedom scale with grows.
+    # Only the part of the n that the variance scales with grows.
     fixed = 3 + estimate.k if correlation else 0
-    trials = fixed + (n - fixed) * (need * se / observed) ** 2
-    return Power(detectable, trials)
+    scaled = n - fixed
+
+    def enough(trials: int) -> bool:
+        grown = trials - n
+        return reach(grown) * se * math.sqrt(scaled / (trials - fixed)) <= observed
+
+    if enough(n):
+        return Power(detectable, float(n))
+    low, high = n, n + 1
+    while not enough(high):
+        if high > _MOST_TRIALS:
+            return Power(detectable, math.inf)
+        low, high = high, n + 2 * (high - n)
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if enough(middle) else (middle, high)
+    return Power(detectable, float(high))
+
+
+def equivalence_p(estimate: Estimate, margin: float, *, correlation: bool) -> float:
+    """The two one-sided tests' p-value that `estimate`'s effect lies within +-`margin`
+    (module docstring); NaN where the estimate has no standard error."""
+    se, value = estimate.se, estimate.value
+    if not (math.isfinite(se) and se > 0 and math.isfinite(value)) or estimate.dof <= 0:
+        return math.nan
+    if correlation:
+        value = math.atanh(float(np.clip(value, -0.999999, 0.999999)))
+        margin = math.atanh(min(margin, 0.999999))
+    lower = _tail((value + margin) / se, estimate.dof)
+    upper = _tail((margin - value) / se, estimate.dof)
+    return max(lower, upper)
+
+
+def equivalence_reach(
+    estimate: Estimate, *, correlation: bool, alpha: float = ALPHA, power_: float = POWER
+) -> float:
+    """The smallest margin this estimate's n confirms with probability `power_` when the true
+    effect is 0 (module docstring), as rho for a correlation; NaN without a standard error."""
+    se, dof = estimate.se, estimate.dof
+    if not (math.isfinite(se) and se > 0) or dof <= 0:
+        return math.nan
+    reach = (_quantile(1 - alpha, dof) + _quantile(1 - (1 - power_) / 2, dof)) * se
+    return math.tanh(reach) if correlation else reach
