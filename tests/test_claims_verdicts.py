@@ -179,3 +179,17 @@ def test_claims_table_says_what_each_claim_needs_and_counts_the_agreement() -> N
     assert counts.startswith(f"{len(table)} claims of the papers: 1 agree, 1 disagree")
     assert f"{len(table) - 2} not testable by this study" in counts
     assert claims_table(pd.DataFrame()).eq(NOT_TESTABLE).any(axis=None)
+
+
+def test_montero_no_dependence_claim_is_asked_of_the_gap_not_the_raw_nll() -> None:
+    from raystudy.analysis.findings.montero2021 import DIS_LOWERS_GAP, DIS_LOWERS_HELDOUT
+
+    # planted: D = Phi(u) and the held-out NLL falls with u, so the gap falls with D
+    rows = analyse(montero2021_planted(seed=0)).rows
+    gap = of(rows, DIS_LOWERS_GAP)
+    assert len(gap) == 3 and (gap["claim_id"] == "montero2021.dis_no_effect").all()
+    assert (gap["value"] < -0.5).all()
+    assert (of(rows, DIS_LOWERS_HELDOUT)["claim_id"] == "").all()
+    # with no dependence planted, the gap's rho is small
+    flat = of(analyse(montero2021_planted(strength=0.0, seed=2)).rows, DIS_LOWERS_GAP)
+    assert (flat["value"].abs() < 0.5).all()
