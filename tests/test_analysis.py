@@ -14,10 +14,13 @@ import pytest
 from planted_tables import NULL, PLANTED, SCENARIOS, planted_results, planted_rho
 from scipy.stats import spearmanr
 
+from raystudy.analysis.claims.registry import all_claims
 from raystudy.analysis.core.columns import RUN_NAME
 from raystudy.analysis.core.groups import AxisError, trial_groups, with_supervision
 from raystudy.analysis.core.results import finished
 from raystudy.analysis.figures.study import R2_FIGURE
+from raystudy.analysis.findings.claims import claim_counts
+from raystudy.analysis.findings.rows import AGREEMENTS
 from raystudy.analysis.pipeline import Settings, StudyAnalysis, compute, write_analysis
 from raystudy.analysis.stats.bootstrap import bootstrap_weights, weighted_spearman
 from raystudy.analysis.summary import format_summary
@@ -221,6 +224,11 @@ def test_write_analysis_files_figures_and_a_self_contained_report(tmp_path: Path
     assert {"ood1_a@montero_element", "ood1_a@montero_range"} <= set(
         findings["y"].str.split("/").str[1]
     )
+    # every claim of the papers, each with its agreement; the counts open the report
+    claims = pd.read_csv(tmp_path / "claims.csv")
+    assert list(claims["claim_id"]) == list(analysis.claims["claim_id"])
+    assert len(claims) == len(all_claims()) and set(claims["agreement"]) <= set(AGREEMENTS)
+    assert claim_counts(analysis.claims) in (tmp_path / "report.html").read_text()
     pngs = sorted(tmp_path.glob("*.png"))
     assert len(pngs) == 9 and all(_is_png(p) for p in pngs)
     # every figure but Schott et al.'s R^2 (no schott_* split here) and the decoder test (no

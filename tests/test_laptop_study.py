@@ -69,3 +69,4 @@ def test_laptop_study_spans_disentanglement_and_answers_the_papers_questions(
     assert dittadi["held_fixed"].fillna("").str.contains("train.input_noise").sum() >= 1
     assert dittadi["p_holm"].notna().all()
     assert -1 < result.output.index("Findings (findings.csv)") < result.output.index("Runs: ")
+    assert -1 < result.output.index("Claims (claims.csv): ") < result.output.index("Findings (")
