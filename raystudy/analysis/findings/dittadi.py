@@ -42,7 +42,7 @@ from raystudy.analysis.findings.shared import rho_estimates, seed_count
 from raystudy.analysis.stats.bootstrap import bootstrap_difference
 from raystudy.analysis.stats.design import adjusted_difference, adjusted_spearman
 from raystudy.analysis.stats.inference import Estimate, difference_test
-from raystudy.keys import eval_key
+from raystudy.keys import eval_key, metric_key
 
 DITTADI = PAPER_ORDER[0]
 
@@ -285,8 +285,8 @@ def _proxy_rows(proxy: pd.DataFrame, scores: pd.DataFrame, dis: str, note: str) 
 #: The in-distribution GBT accuracy of Fig. 3 right (`metrics/downstream.py`), at the largest
 #: training size a study logged (GBT10000 needs 10,000 training codes; a laptop study has
 #: fewer), and the metrics the claim names.
-GBT_ACCURACIES = ("down/gbt10000_acc", "down/gbt1000_acc")
-_ACCURACY_METRICS = ("dis/dci_d", "dis/mig")
+GBT_ACCURACIES = tuple(metric_key("down", f"gbt{n}_acc") for n in (10000, 1000))
+_ACCURACY_METRICS = (GBT_D, metric_key("dis", "mig"))
 
 
 def _accuracy_rows(proxy: pd.DataFrame, scores: pd.DataFrame) -> Iterator[dict]:

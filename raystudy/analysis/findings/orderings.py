@@ -241,7 +241,7 @@ def _gbt_rows(frame: pd.DataFrame, dis: str, *, n_boot: int, seed: int) -> Itera
             "< 0",
             "",
             x=f"rho({short(dis)}, gbt MAE) - rho({short(dis)}, mlp MAE)",
-            y=f"transfer/{scenario}/<probe>/mae",
+            y=transfer_key(scenario, "<probe>", "mae"),
             group="all",
             pooled=pooled,
             n_seeds=seed_count(frame[keep]),
