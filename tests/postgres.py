@@ -152,7 +152,7 @@ class Postgres:
             raise AssertionError(f"pg_ctl reload failed: {done.stderr}")
 
     def uri(self, database: str) -> str:
-        """The URI as a study spec stores it: the driver named (see `_postgres_driver`)."""
+        """The URI as a study spec stores it: the driver named (see `postgres_driver`)."""
         return f"postgresql+psycopg2://{self.user}@127.0.0.1:{self.port}/{database}"
 
     def remove(self) -> None:

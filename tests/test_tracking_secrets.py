@@ -15,7 +15,7 @@ from tiny import LIGHT, SMOKE, tiny
 from typer.testing import CliRunner
 
 from raystudy.cli import app
-from raystudy.spec.study_spec import TrackingConfig
+from raystudy.spec.tracking_config import TrackingConfig
 from raystudy.spec.url_secrets import (
     UnsetVariableError,
     expand,

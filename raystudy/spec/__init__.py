@@ -23,14 +23,16 @@ from raystudy.spec.grid import (
 )
 from raystudy.spec.problems import SpecError
 from raystudy.spec.study_spec import (
-    ALLOWED_TRACKING_URIS,
-    FILE_STORE_OPT_IN,
-    TRACKING_SCHEMES,
     AshaConfig,
     ExecutionConfig,
     ResourcesConfig,
     SearchConfig,
     StudySpec,
+)
+from raystudy.spec.tracking_config import (
+    ALLOWED_TRACKING_URIS,
+    FILE_STORE_OPT_IN,
+    TRACKING_SCHEMES,
     TrackingConfig,
 )
 from raystudy.spec.trial_config import (

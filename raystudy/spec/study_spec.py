@@ -7,8 +7,6 @@ here; what needs datasets, models or metrics is checked above, in `raystudy.chec
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
@@ -16,6 +14,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 from raystudy.keys import train_key
 from raystudy.spec.grid import ALSO, deep_merge, flatten, grid_points
 from raystudy.spec.search_space import check_space, random_points
+from raystudy.spec.tracking_config import TrackingConfig, absolute_sqlite, postgres_driver
 from raystudy.spec.trial_config import (
     NAME_MAX_LENGTH,
     NAME_PATTERN,
@@ -24,12 +23,7 @@ from raystudy.spec.trial_config import (
     TrialConfig,
     _TrialFields,
 )
-from raystudy.spec.url_secrets import (
-    literal_password,
-    password_message,
-    placeholders,
-    storage_message,
-)
+from raystudy.spec.url_secrets import literal_password, placeholders, storage_message
 
 
 class AshaConfig(StrictConfig):
@@ -90,8 +84,8 @@ class SearchConfig(StrictConfig):
                 "postgresql://user@host/db, mysql://... or null (optuna.db in the study folder)"
             ) from None
         if url.get_backend_name() == "sqlite":
-            return _absolute_sqlite(v, "search.storage")
-        return _postgres_driver(v, "search.storage")
+            return absolute_sqlite(v, "search.storage")
+        return postgres_driver(v, "search.storage")
 
     @model_validator(mode="after")
     def _consistent(self, info: ValidationInfo) -> SearchConfig:
@@ -224,97 +218,6 @@ class ResourcesConfig(StrictConfig):
         return v
 
 
-#: MLflow tracking stores a study can share between its driver and every trial process
-#: (SQLAlchemy database schemes may name a driver: postgresql+psycopg2).
-TRACKING_SCHEMES = ("sqlite", "postgresql", "mysql", "mssql", "http", "https", "databricks")
-FILE_STORE_OPT_IN = "MLFLOW_ALLOW_FILE_STORE"
-#: What `tracking.uri` may be, for every message about one that cannot be used.
-ALLOWED_TRACKING_URIS = (
-    "null (a sqlite store in the study folder), sqlite:///PATH.db, http(s)://HOST:PORT of an "
-    "MLflow server, or a database URL (" + ", ".join(f"{s}://" for s in TRACKING_SCHEMES[1:4]) + ")"
-)
-
-
-def _no_written_password(url: str, field: str) -> None:
-    """Refuse a password written out in the tracking URL (see `url_secrets`), and a `${VAR}`
-    in a sqlite path, which is made absolute here, before any variable is read."""
-    if literal_password(url):
-        raise ValueError(password_message(field, url))
-    if placeholders(url) and url.lower().startswith("sqlite:"):
-        raise ValueError(f"{field} {url!r}: a sqlite path takes no ${{VAR}}; write the path itself")
-
-
-def _absolute_sqlite(url: str, field: str) -> str:
-    """`sqlite:///rel.db` made absolute: every trial runs in a working folder of its own, where
-    a relative path would name another, empty database (and a resumed study, started from
-    another folder, yet another)."""
-    rest = url.removeprefix("sqlite://")
-    if not rest.startswith("/") or rest == "/":
-        raise ValueError(
-            f"{field} {url!r} names no database file: use sqlite:///path/to/file.db "
-            "(a file is shared by every trial process; an in-memory one is not)"
-        )
-    path = rest[1:]
-    return url if path.startswith("/") else "sqlite:///" + str(Path(path).resolve())
-
-
-#: SQLAlchemy's synchronous PostgreSQL drivers (the store is used from plain threads).
-POSTGRES_DRIVERS = ("psycopg2", "psycopg", "pg8000")
-
-
-def _postgres_driver(url: str, field: str) -> str:
-    """A PostgreSQL URL with its driver named: `postgresql://` becomes `postgresql+psycopg2://`
-    (the driver of the `postgres` extra), since which driver a bare `postgresql://` loads
-    depends on the SQLAlchemy release (psycopg2 before 2.1, psycopg 3 from 2.1 on). Other
-    URLs are returned as they are."""
-    scheme, sep, rest = url.partition("://")
-    backend, _, driver = scheme.lower().partition("+")
-    if backend == "postgres":
-        raise ValueError(
-            f"{field} {url!r}: SQLAlchemy does not know the scheme 'postgres://'; "
-            f"write postgresql://{rest}"
-        )
-    if backend != "postgresql" or not sep:
-        return url
-    if not driver:
-        return f"postgresql+psycopg2://{rest}"
-    if driver not in POSTGRES_DRIVERS:
-        raise ValueError(
-            f"{field} {url!r}: unknown PostgreSQL driver {driver!r}; use postgresql:// "
-            f"(psycopg2) or postgresql+DRIVER:// with DRIVER one of {', '.join(POSTGRES_DRIVERS)}"
-        )
-    return url
-
-
-class TrackingConfig(StrictConfig):
-    uri: str | None = Field(None, description="MLflow tracking URI; null -> sqlite in the study")
-
-    @field_validator("uri")
-    @classmethod
-    def _store_usable(cls, v: str | None) -> str | None:
-        if v is None:
-            return v
-        _no_written_password(v, "tracking.uri")
-        scheme = v.partition("://")[0].lower() if "://" in v else ""
-        if scheme == "sqlite":
-            return _absolute_sqlite(v, "tracking.uri")
-        if scheme.split("+")[0] in ("postgres", "postgresql"):
-            return _postgres_driver(v, "tracking.uri")
-        if scheme.split("+")[0] in TRACKING_SCHEMES:
-            return v
-        if scheme in ("", "file"):
-            # MLflow 3 refuses its file store unless told otherwise, in every process.
-            if os.environ.get(FILE_STORE_OPT_IN, "").lower() == "true":
-                return v if scheme else Path(v).resolve().as_uri()  # see _absolute_sqlite
-            raise ValueError(
-                f"{v!r} is an MLflow file store, which MLflow 3 refuses unless "
-                f"{FILE_STORE_OPT_IN}=true is set; allowed: {ALLOWED_TRACKING_URIS}"
-            )
-        raise ValueError(
-            f"unknown tracking store scheme {scheme!r} in {v!r}; allowed: {ALLOWED_TRACKING_URIS}"
-        )
-
-
 TRIAL_FIELDS = tuple(TrialConfig.model_fields)
 
 
@@ -347,6 +250,22 @@ class StudySpec(_TrialFields):
         if nested:
             raise ValueError(f"grid.{ALSO}[{nested[0]}] holds its own `{ALSO}`: blocks do not nest")
         return grid
+
+    @model_validator(mode="after")
+    def _cuda_scoring_has_a_gpu(self) -> StudySpec:
+        # A trial without a GPU would fail at its first probe, after training: say so now.
+        grid_devices = (self.grid.get("evaluation") or {}).get("device", [])
+        asked = {
+            self.evaluation.device,
+            *(grid_devices if isinstance(grid_devices, list) else [grid_devices]),
+        }
+        if "cuda" in asked and not self.resources.gpu:
+            raise ValueError(
+                "evaluation.device: cuda scores each trial on its GPU, but resources.gpu is 0; "
+                "give the trials a GPU (resources.gpu > 0) or set evaluation.device to auto "
+                "(the trial's device) or cpu"
+            )
+        return self
 
     def base(self) -> dict[str, Any]:
         dumped = self.model_dump(mode="json")
