@@ -29,10 +29,11 @@ from raystudy.metrics import (
     transfer,
 )
 from raystudy.metrics.composition import composition_nll, triple_batch
-from raystudy.metrics.probes import probe_applies
+from raystudy.metrics.probes import probe_applies, probe_implementation
 from raystudy.metrics.unsupervised import decoder_scores, unsupervised
 from raystudy.models import OBJECTIVES, VAE
 from raystudy.phases import phase
+from raystudy.probe_data import nonfinite, probe_sets, scoring_device
 from raystudy.spec import EvaluationConfig, TrialConfig
 
 #: A representation: images [B, C, H, W] in [0, 1] -> codes [B, D].
@@ -56,7 +57,8 @@ class FixedSample:
 class Scores(dict[str, float]):
     """Scores by key, and the parts left unscored because the codes they read were not
     finite (`invalid`: the part's keys, e.g. ``dis/*``, -> what was wrong); `fixed`, the
-    sample the fixed-sample metrics scored (None when none did).
+    sample the fixed-sample metrics scored (None when none did); `probes`, how each probe
+    scored computed (name -> `probe_implementation`), which a run keeps as tags.
 
     The metrics themselves treat a non-finite code dimension as dead (set to 0, with a
     warning), which would make a model whose encoder broke look merely less disentangled;
@@ -67,16 +69,7 @@ class Scores(dict[str, float]):
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self.invalid: dict[str, str] = {}
         self.fixed: FixedSample | None = None
-
-
-def nonfinite(codes: np.ndarray) -> str | None:
-    """What is wrong with codes that hold NaN or inf (None when all are finite)."""
-    bad = ~np.isfinite(codes)
-    if not bad.any():
-        return None
-    rows = int(bad.any(axis=1).sum())
-    dims = np.flatnonzero(bad.any(axis=0)).tolist()
-    return f"codes of {rows} of {len(codes)} images are NaN or inf (dimension(s) {dims})"
+        self.probes: dict[str, str] = {}
 
 
 def build_split(config: TrialConfig, dataset: GroundTruthDataset) -> Split:
@@ -238,6 +231,7 @@ def score_model(
     results.update(represented)
     results.invalid.update(represented.invalid)
     results.fixed = represented.fixed
+    results.probes = represented.probes
     return results
 
 
@@ -266,6 +260,7 @@ def score_representation(
     ev = evaluation
     seed = ev.seed
     results = Scores()
+    on = scoring_device(ev.device, device)  # before any work: a missing GPU fails first
 
     def codes(idx: np.ndarray, domain: str = "sim") -> np.ndarray:
         with phase("encode"):
@@ -329,37 +324,30 @@ def score_representation(
 
     names, sizes = dataset.factors.names, dataset.factors.sizes
     probes = [p for p in ev.probes if probe_applies(p, factor_sized)]
-    for i, (scenario_name, scenario) in enumerate(split.scenarios.items()):
-        if not probes:
-            break
-        step = f"{i + 1}/{len(split.scenarios)}"
-        say(f"probes {', '.join(probes)} on scenario {scenario_name} ({step})")
-        rng = np.random.default_rng([seed, 3, i])
-        train_idx = split.sample(f"{scenario_name}/train", ev.probe_train, rng)
-        test_idx = split.sample(f"{scenario_name}/test", ev.probe_test, rng)
-        train_domain, test_domain = scenario.probe_domains
-        z_train = codes(train_idx, train_domain)
-        z_test = codes(test_idx, test_domain)
-        wrong = nonfinite(z_train) or nonfinite(z_test)
-        if wrong is not None:
-            results.invalid[f"{TRANSFER}{scenario_name}/*"] = wrong
+    if not probes:
+        return results
+    for data in probe_sets(split, ev, codes, say=say, asking=", ".join(probes)):
+        if data.invalid is not None:
+            results.invalid[f"{TRANSFER}{data.name}/*"] = data.invalid
             continue
         for probe in probes:
             with phase(f"probe/{probe}"):
                 scores = transfer(
-                    z_train,
-                    train_idx,
-                    z_test,
-                    test_idx,
+                    data.z_train,
+                    data.train_idx,
+                    data.z_test,
+                    data.test_idx,
                     sizes,
                     names,
-                    ood_factors=scenario.ood_factors,
-                    r2_variance=scenario.r2_variance,
+                    ood_factors=data.scenario.ood_factors,
+                    r2_variance=data.scenario.r2_variance,
                     probe=probe,
                     seed=seed,
                     n_jobs=n_jobs,
+                    device=on,
                 )
-            results.update({transfer_key(scenario_name, probe, k): v for k, v in scores.items()})
+            results.update({transfer_key(data.name, probe, k): v for k, v in scores.items()})
+            results.probes[probe] = probe_implementation(probe, on)
     return results
 
 

@@ -64,6 +64,10 @@ GIT_DIRTY_TAG = "raystudy.git_dirty"
 DEVICE_TAG = "raystudy.device"
 #: Prefix of the version tags: `raystudy.versions.torch`, `raystudy.versions.python`, ...
 VERSIONS_PREFIX = "raystudy.versions."
+#: Prefix of the tags saying how each probe a run scored was computed:
+#: `raystudy.probe.mlp` = "sklearn MLPRegressor float64 on cpu", "torch batched float32 on
+#: cuda:0", ... (`raystudy.metrics.probes.probe_implementation`).
+PROBE_PREFIX = "raystudy.probe."
 #: Set when the lineage could not be recorded (the trial itself went on).
 LINEAGE_ERROR_TAG = "raystudy.lineage_error"
 
@@ -71,6 +75,11 @@ LINEAGE_ERROR_TAG = "raystudy.lineage_error"
 def version_tag(package: str) -> str:
     """The tag holding a package's version: `torch` -> `raystudy.versions.torch`."""
     return VERSIONS_PREFIX + package
+
+
+def probe_tag(probe: str) -> str:
+    """The tag saying how a probe was computed: `mlp` -> `raystudy.probe.mlp`."""
+    return PROBE_PREFIX + probe
 
 
 # --- Outcome: how a trial ended ---------------------------------------------------------------

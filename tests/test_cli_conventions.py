@@ -73,7 +73,7 @@ def test_list_names_every_registered_kind_with_objective_options() -> None:
     beta_vae = next(e for e in listed["objectives"] if e["name"] == "beta_vae")
     assert beta_vae["options"] == {"beta": 1.0} and beta_vae["summary"].startswith("beta-VAE")
     text = raystudy("list", "probes")
-    assert text.returncode == 0 and text.stdout.splitlines()[0] == "4 probes:"
+    assert text.returncode == 0 and text.stdout.splitlines()[0] == "6 probes:"
     bad = raystudy("list", "objective")
     assert bad.returncode == 2 and "allowed: datasets, splits, objectives" in bad.stderr
 

@@ -29,10 +29,11 @@ from typer.testing import CliRunner
 
 from raystudy.checks import load_spec
 from raystudy.cli import app
+from raystudy.metrics.probes import probe_implementation
 from raystudy.study.driver import run_study
 from raystudy.study.folder import StudyInfo
 from raystudy.study.rescore import rescore_study
-from raystudy.tags import RESCORED_TAG, TRIAL_RUNS
+from raystudy.tags import RESCORED_TAG, TRIAL_RUNS, probe_tag
 from raystudy.tracking.reader import trial_runs_table
 from raystudy.trials.common import TrialContext
 from raystudy.trials.single import LocalReporter, run_trial
@@ -76,6 +77,8 @@ def expected_scores(config, tmp_path: Path) -> dict[str, float]:
     )
     run_trial(trained_with, ctx, LocalReporter())
     (run,) = client.search_runs([experiment])
+    # The trial says what computed its probe (on this CPU: scikit-learn's least squares).
+    assert run.data.tags[probe_tag(ADDED[1])] == probe_implementation(ADDED[1], "cpu")
     return {k: run.data.metrics[k] for k in added_keys(run.data.metrics)}
 
 
@@ -102,6 +105,7 @@ def test_added_scores_equal_a_study_trained_with_them_and_reach_the_runs(
         # tests/test_logged_models.py).
         assert got == pytest.approx(want, rel=1e-5, abs=1e-7)
         assert json.loads(run.data.tags[RESCORED_TAG]) == ["metric:sap", "probe:linear"]
+        assert run.data.tags[probe_tag("linear")] == "sklearn LinearRegression float64 on cpu"
         # At the step of the trial's own final scores.
         (mig,) = client.get_metric_history(run.info.run_id, "dis/mig")
         (sap,) = client.get_metric_history(run.info.run_id, "dis/sap")

@@ -67,6 +67,7 @@ def transfer(
     seed: int = 0,
     n_jobs: int = 1,
     r2_variance: Literal["sample", "grid"] = "sample",
+    device: str = "cpu",
 ) -> dict[str, float]:
     """Fit ``probe`` on (z_train, y_train); score MAE and R2 per factor on (z_test, y_test).
 
@@ -83,6 +84,7 @@ def transfer(
         n_jobs: threads the probe may use.
         r2_variance: R2's denominator: the test set's variance ("sample") or the factor's
             uniform-grid variance ("grid", Schott et al. 2022).
+        device: where the probe fits ("cpu", "cuda"), for a probe that can run on a GPU.
 
     Returns:
         ``mae``, ``r2`` (means over regressed non-OOD factors; NaN if there are none) and
@@ -112,7 +114,7 @@ def transfer(
     t_train = normalise_factors(y_train[:, keep], kept_sizes)
     t_test = normalise_factors(y_test[:, keep], kept_sizes)
 
-    readout = get_probe(probe, seed=seed, n_jobs=n_jobs)
+    readout = get_probe(probe, seed=seed, n_jobs=n_jobs, device=device)
     if getattr(readout, "reads_factor_code", False):  # the code's column k is factor k
         z_train, z_test = (
             _factor_columns(z, num_factors, probe)[:, keep] for z in (z_train, z_test)

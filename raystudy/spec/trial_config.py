@@ -273,6 +273,10 @@ ProbeName = Annotated[str, AfterValidator(_probe_known)]
 DecoderTestArm = typing.Literal["decoder", "encoder"]
 
 
+#: Where a trial's probes fit (`evaluation.device`).
+ScoringDevice = typing.Literal["auto", "cpu", "cuda"]
+
+
 class EvaluationConfig(StrictConfig):
     metrics: list[MetricName] = Field(default_factory=lambda: ["dci", "mig"])
     probes: list[ProbeName] = Field(default_factory=lambda: ["gbt", "mlp"])
@@ -312,6 +316,13 @@ class EvaluationConfig(StrictConfig):
     )
     seed: int = Field(
         0, ge=0, lt=SEED_LIMIT, description="the same ground-truth draws score every model"
+    )
+    device: ScoringDevice = Field(
+        "auto",
+        description="where the probes fit: auto, the trial's device (its GPU where it has "
+        "one); cpu; cuda, the trial's GPU (needs resources.gpu > 0). On a GPU the mlp probe is "
+        "the batched torch twin of scikit-learn's (mlp_torch) and gbt xgboost's GPU trees; "
+        "DCI and the other metrics stay on the CPU (docs/performance/scoring.md)",
     )
 
     @model_validator(mode="after")

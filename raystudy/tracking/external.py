@@ -26,6 +26,7 @@ from raystudy.tags import (
     SPLIT_TAG,
     STUDY_TAG,
     VERSION_TAG,
+    probe_tag,
 )
 from raystudy.tracking.batches import MAX_PARAMS, chunks, log_metrics
 from raystudy.tracking.retry import refusing, retry_busy
@@ -70,6 +71,8 @@ def log_external_run(
         }
         if parent_run_id:
             tags[PARENT_TAG] = parent_run_id
+        # How each probe was computed (`raystudy.scoring.Scores.probes`), as on a trial run.
+        tags.update({probe_tag(n): how for n, how in getattr(results, "probes", {}).items()})
         run = retry_busy(
             lambda: client.create_run(experiment_id, run_name=f"external:{encoder}", tags=tags)
         )

@@ -16,7 +16,7 @@ from raystudy.models import VAE, Objective
 from raystudy.phases import phase
 from raystudy.scoring import score_model
 from raystudy.spec import TrialConfig
-from raystudy.tags import INVALID_SCORES_TAG
+from raystudy.tags import INVALID_SCORES_TAG, probe_tag
 from raystudy.tracking.trial_run import TrialRun
 from raystudy.trials.common import (
     TrialContext,
@@ -82,6 +82,10 @@ def finish_model(
     the next starts, so a failure later loses nothing already measured. The run stays open."""
     results = score_model(model, dataset, split, config, device, n_jobs=threads)
     run.log_metrics(results, step=config.train.steps)
+    if results.probes:
+        # Which implementation computed each probe (scikit-learn's or its GPU twin): a score's
+        # provenance, so runs scored on different devices are never compared unknowingly.
+        run.set_tags({probe_tag(name): how for name, how in results.probes.items()})
     if results.invalid:
         # Left out, never zeroed into valid-looking scores: the run says which and why.
         note = "; ".join(f"{part}: {why}" for part, why in results.invalid.items())

@@ -22,7 +22,7 @@ from raystudy.evaluate import encoder_scores, evaluation_setup
 from raystudy.keys import FINAL_PREFIXES
 from raystudy.spec import TrialConfig
 from raystudy.spec.url_secrets import expand
-from raystudy.tags import RESCORED_TAG
+from raystudy.tags import RESCORED_TAG, probe_tag
 
 #: MLflow's limit on the entries of one log_batch (metrics, params and tags together).
 BATCH = 1000
@@ -78,7 +78,9 @@ def rescore_run(job: RescoreJob, device: str = "cpu") -> dict[str, float]:
     now = int(time.time() * 1000)
     metrics = [Metric(k, float(v), now, step) for k, v in sorted(scored.scores.items())]
     done = rescored_names(run.data.tags) | wanted(job.metrics, job.probes)
-    tag = RunTag(RESCORED_TAG, json.dumps(sorted(done)))
+    tags = [RunTag(RESCORED_TAG, json.dumps(sorted(done)))] + [
+        RunTag(probe_tag(name), how) for name, how in getattr(scored.scores, "probes", {}).items()
+    ]
     # The tag goes in the same batch as the last scores: a SQL store (sqlite, PostgreSQL, or
     # one behind a tracking server) writes a batch in one transaction, so a kill leaves a
     # run either scored and tagged or untouched, never scored twice by the next rescore.
@@ -86,7 +88,7 @@ def rescore_run(job: RescoreJob, device: str = "cpu") -> dict[str, float]:
     last = max(0, len(metrics) - BATCH + 1)
     for i in range(0, last, BATCH):
         client.log_batch(job.run_id, metrics=metrics[i : min(i + BATCH, last)])
-    client.log_batch(job.run_id, metrics=metrics[last:], tags=[tag])
+    client.log_batch(job.run_id, metrics=metrics[last:], tags=tags)
     return scored.scores
 
 

@@ -1,11 +1,12 @@
 """Downstream probes for the transfer metric; importing this registers the built-in ones."""
 
-from raystudy.metrics.probes import gbt, linear, mlp, own
+from raystudy.metrics.probes import gbt, linear, mlp, mlp_torch, own
 from raystudy.metrics.probes._registry import (
     PROBES,
     Probe,
     get_probe,
     probe_applies,
+    probe_implementation,
     register_probe,
 )
 
@@ -16,7 +17,9 @@ __all__ = [
     "get_probe",
     "linear",
     "mlp",
+    "mlp_torch",
     "own",
     "probe_applies",
+    "probe_implementation",
     "register_probe",
 ]

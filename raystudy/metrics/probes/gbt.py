@@ -4,6 +4,10 @@ Trees are the nonparametric probe of Dittadi et al. 2021 ("On the Transfer of Di
 Representations in Realistic Settings"): invariant to monotone transforms of each code, so
 they measure what a code dimension knows rather than how linearly it is written, and they
 cannot extrapolate beyond the range of codes seen in training.
+
+On a GPU (``device="cuda"``) xgboost grows the same "hist" trees there: the method is the
+one the CPU runs (quantile sketch of at most 256 bins per code dimension, then histogram
+split search), so only the order of floating-point sums differs.
 """
 
 from __future__ import annotations
@@ -31,9 +35,15 @@ class GBTProbe:
 
     seed: int = 0
     n_jobs: int = 1
+    device: str = "cpu"
     n_estimators: int = 200
     max_depth: int = 4
     learning_rate: float = 0.1
+
+    @staticmethod
+    def implementation(device: str = "cpu") -> str:
+        """How this probe computes on ``device``, for a run's tags."""
+        return f"xgboost hist on {device}"
 
     def fit(self, X: ArrayLike, Y: ArrayLike) -> GBTProbe:
         targets = as_targets(Y)
@@ -46,8 +56,13 @@ class GBTProbe:
             multi_strategy="one_output_per_tree",
             random_state=self.seed,
             n_jobs=self.n_jobs,
+            device=self.device,
         )
         self.model_.fit(np.asarray(X, dtype=np.float64), targets)
+        if self.device != "cpu":
+            # The codes to predict are host arrays: predicting there avoids xgboost's copy
+            # of them to the GPU (and its warning); the trees are the same.
+            self.model_.set_params(device="cpu")
         return self
 
     def predict(self, X: ArrayLike) -> NDArray[np.float64]:

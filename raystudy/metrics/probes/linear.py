@@ -28,6 +28,11 @@ class LinearProbe:
     seed: int = 0
     n_jobs: int = 1
 
+    @staticmethod
+    def implementation() -> str:
+        """How this probe computes, for a run's tags (always on the CPU)."""
+        return "sklearn LinearRegression float64 on cpu"
+
     def fit(self, X: ArrayLike, Y: ArrayLike) -> LinearProbe:
         targets = as_targets(Y)
         self.num_targets_ = targets.shape[1]

@@ -1,10 +1,17 @@
-"""``mlp``: multilayer perceptrons, two hidden layers of 256 ReLU units, one per factor.
+"""``mlp``: multilayer perceptrons, two hidden layers of 256 ReLU units, one per factor;
+``mlp_sklearn``: the same, always computed by scikit-learn (the reference).
 
 The parametric probe of Dittadi et al. 2021 ("On the Transfer of Disentangled
 Representations in Realistic Settings", Sec. 4: "We independently train one predictor per
 factor"): sklearn ``MLPRegressor((256, 256))`` per factor, Adam with early stopping on a 10%
 validation split, which bounds the cost to a few seconds on one core for a few thousand
 points.
+
+``mlp`` names the probe; where it is scored decides what computes it
+(:func:`mlp_implementation`): on a GPU the batched torch twin ``mlp_torch``
+(:mod:`raystudy.metrics.probes.mlp_torch`: the same networks, draws and stopping rule, in
+float32), on a CPU scikit-learn itself. docs/performance/scoring.md has the measurements
+behind both choices; a run's tag ``raystudy.probe.mlp`` says which computed its scores.
 
 The codes are not standardised. A probe's training set can hold a factor at one value (OOD1-A
 fits on a single hue), and then a disentangled code's dimension for that factor is constant up
@@ -18,6 +25,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -25,13 +33,22 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.neural_network import MLPRegressor
 from threadpoolctl import threadpool_limits
 
-from raystudy.metrics.probes._registry import as_targets, register_probe
+from raystudy.metrics.probes._registry import PROBES, as_targets, get_probe, register_probe
+
+#: What computes ``mlp`` on a CPU and on a GPU (docs/performance/scoring.md).
+CPU_MLP = "mlp_sklearn"
+GPU_MLP = "mlp_torch"
 
 
-@register_probe("mlp")
+def mlp_implementation(device: str) -> str:
+    """The probe that computes ``mlp`` on ``device`` ("cpu", "cuda", "cuda:1")."""
+    return CPU_MLP if device == "cpu" else GPU_MLP
+
+
+@register_probe("mlp_sklearn")
 @dataclass(eq=False)
-class MLPProbe:
-    """sklearn ``MLPRegressor((256, 256))`` per factor on the raw codes, early stopping."""
+class SklearnMLPProbe:
+    """The MLP probe as scikit-learn computes it, ``MLPRegressor((256, 256))`` per factor."""
 
     seed: int = 0
     n_jobs: int = 1
@@ -39,7 +56,12 @@ class MLPProbe:
     max_iter: int = 200
     learning_rate_init: float = 1e-3
 
-    def fit(self, X: ArrayLike, Y: ArrayLike) -> MLPProbe:
+    @staticmethod
+    def implementation(device: str = "cpu") -> str:
+        """How this probe computes, for a run's tags (always on the CPU)."""
+        return "sklearn MLPRegressor float64 on cpu"
+
+    def fit(self, X: ArrayLike, Y: ArrayLike) -> SklearnMLPProbe:
         targets = as_targets(Y)
         codes = np.asarray(X, dtype=np.float64)
         self.models_: list[MLPRegressor] = []
@@ -64,3 +86,26 @@ class MLPProbe:
         with threadpool_limits(limits=self.n_jobs):
             columns = [m.predict(codes) for m in self.models_]
         return np.stack(columns, axis=1).astype(np.float64)
+
+
+@register_probe("mlp")
+class MLPProbe:
+    """Dittadi et al.'s MLP probe: scikit-learn's on a CPU, its batched twin on a GPU."""
+
+    def __init__(self, seed: int = 0, n_jobs: int = 1, device: str = "cpu") -> None:
+        self.seed, self.n_jobs, self.device = seed, n_jobs, device
+        self.probe_: Any = None
+
+    @staticmethod
+    def implementation(device: str = "cpu") -> str:
+        """How this probe computes on ``device``, for a run's tags."""
+        return PROBES.get(mlp_implementation(device)).implementation(device)
+
+    def fit(self, X: ArrayLike, Y: ArrayLike) -> MLPProbe:
+        name = mlp_implementation(self.device)
+        self.probe_ = get_probe(name, seed=self.seed, n_jobs=self.n_jobs, device=self.device)
+        self.probe_.fit(X, Y)
+        return self
+
+    def predict(self, X: ArrayLike) -> NDArray[np.float64]:
+        return self.probe_.predict(X)

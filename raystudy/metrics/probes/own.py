@@ -29,6 +29,11 @@ class OwnOutputs:
         self.seed = seed
         self.n_jobs = n_jobs
 
+    @staticmethod
+    def implementation() -> str:
+        """How this probe computes, for a run's tags: nothing is fitted."""
+        return "the code itself"
+
     def fit(self, X: ArrayLike, Y: ArrayLike) -> OwnOutputs:
         codes, targets = np.asarray(X), as_targets(Y)
         if codes.ndim != 2 or codes.shape[1] != targets.shape[1]:
