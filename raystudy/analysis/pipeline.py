@@ -92,6 +92,7 @@ class Analysis(PaperTables):
     unfinished = _of_frame(results.unfinished)
     nonfinite = _of_frame(results.nonfinite)
     unscored = _of_frame(results.unscored)
+    probes = _of_frame(results.probe_implementations)
 
 
 def proxy_columns(frame: pd.DataFrame) -> list[str]:
@@ -207,6 +208,7 @@ def write_analysis(
             planned_trials=planned_trials,
             unfinished=analysis.unfinished,
             nonfinite=analysis.nonfinite,
+            probes=analysis.probes,
             correlations=analysis.correlations,
             proxy_correlations=analysis.proxy_correlations,
             selection=analysis.selection,

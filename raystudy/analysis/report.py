@@ -65,6 +65,8 @@ class ReportInputs:
     findings: pd.DataFrame = field(default_factory=pd.DataFrame)
     #: `claims.csv`: every claim of the papers and this study's agreement with it.
     claims: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: What computed each probe's scores, in how many runs (`results.probe_implementations`).
+    probes: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def _e(value: object) -> str:
@@ -332,6 +334,15 @@ def render_report(inputs: ReportInputs) -> str:
         if not inputs.nonfinite.empty
         else ""
     )
+    probes = (
+        '<h3>How the probes were computed</h3><p class="note">Per probe, what fitted it '
+        "(the runs' <code>raystudy.probe.*</code> tags). The reference is scikit-learn's MLP "
+        "and xgboost on the CPU; the batched torch MLP of a GPU trial was shown equivalent to "
+        "it (docs/performance/scoring.md). A probe computed two ways in one study mixes the "
+        "two in every table.</p>" + _simple_table(inputs.probes, left=("probe", "computed by"))
+        if not inputs.probes.empty
+        else ""
+    )
     settings = ", ".join(f"{k}={v}" for k, v in inputs.settings.items())
     body = f"""
 <h1>Study <code>{_e(inputs.study)}</code>: analysis</h1>
@@ -344,6 +355,7 @@ analysed. Runs by MLflow status:</p>
 {runs_table}
 {unfinished}
 {nonfinite}
+{probes}
 <h2>Rank correlations with OOD transfer</h2>
 <p class="note">Spearman's rho between each score (rows) and each transfer score (columns,
 <code>scenario / probe / score</code>) across trials, with its 95% bootstrap interval

@@ -39,6 +39,7 @@ def format_summary(result: StudyAnalysis) -> str:
         lines.append(f"  scores left out (NaN codes): {row.trial}: {row.invalid[:160]}")
     for row in a.nonfinite.itertuples():
         lines.append(f"  left out as +-inf: {row.score} in {row.runs} run(s) ({row.trials[:120]})")
+    lines += _probes(a.probes)
     lines += phase_lines(a.frame)
     drawn = [f.name for f in a.figures if f.figure is not None]
     lines.append(f"Wrote {len(result.files)} files ({len(drawn)} figures) to {result.folder}")
@@ -55,6 +56,16 @@ def format_summary(result: StudyAnalysis) -> str:
     if not a.composition.empty:
         lines += ["", _composition(a.composition)]
     return "\n".join(lines)
+
+
+def _probes(table: pd.DataFrame) -> list[str]:
+    """A line per probe: what computed it; a probe computed two ways is flagged."""
+    lines = []
+    for probe, rows in table.groupby("probe", sort=True):
+        ways = "; ".join(f"{r['computed by']} ({r['runs']} runs)" for _, r in rows.iterrows())
+        mixed = "  MIXED: tables pool both" if len(rows) > 1 else ""
+        lines.append(f"  probe {probe}: {ways}{mixed}")
+    return lines
 
 
 def _composition(table: pd.DataFrame) -> str:

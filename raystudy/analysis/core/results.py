@@ -7,10 +7,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from raystudy.analysis.core.columns import ERROR, INVALID, METRIC, RUN_NAME
+from raystudy.analysis.core.columns import ERROR, INVALID, METRIC, RUN_NAME, transfer_scores
 from raystudy.analysis.core.groups import with_supervision
 from raystudy.study.folder import STUDY_FILE, StudyInfo, check_store, study_path
-from raystudy.tags import RUN_FINISHED
+from raystudy.tags import PROBE_PREFIX, RUN_FINISHED
+from raystudy.tags import column as tag_column
 from raystudy.tracking.reader import trial_runs_table
 
 RESULTS_FILE = "results.parquet"
@@ -103,3 +104,26 @@ def nonfinite(frame: pd.DataFrame) -> pd.DataFrame:
             trials = [] if names is None else [str(n) for n in names[bad]]
             rows.append((column.removeprefix(METRIC), int(bad.sum()), ", ".join(trials)))
     return pd.DataFrame(rows, columns=["score", "runs", "trials"])
+
+
+#: How a probe's scores were computed in runs from before the tags said so: scikit-learn's
+#: MLP and xgboost on the CPU, the only implementations there were.
+NOT_RECORDED = "not recorded (scored on the CPU, before the tag)"
+
+
+def probe_implementations(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per probe, what computed its scores and in how many finished runs (the runs' tags
+    `raystudy.probe.<name>`): a study whose runs were scored on different devices, or by
+    another implementation than the reference, says so."""
+    done = finished(frame)
+    by_probe: dict[str, list[str]] = {}
+    for score in transfer_scores(done):
+        by_probe.setdefault(score.probe, []).append(score.column)
+    rows = []
+    for probe, columns in sorted(by_probe.items()):
+        tag = tag_column(PROBE_PREFIX + probe)
+        has = done[columns].notna().any(axis=1)
+        values = (done[tag] if tag in done.columns else pd.Series(None, index=done.index))[has]
+        counts = values.fillna(NOT_RECORDED).replace("", NOT_RECORDED).value_counts()
+        rows += [(probe, str(how), int(n)) for how, n in counts.items()]
+    return pd.DataFrame(rows, columns=["probe", "computed by", "runs"])
