@@ -19,6 +19,7 @@ from raystudy.checks import load_spec
 from raystudy.cli import app
 from raystudy.plan import Line, Plan, format_plan, make_plan, scaled_evaluation, trial_cost
 from raystudy.plan.cache import CalibrationCache, cache_key
+from raystudy.plan.gpu import gpu_breakdown
 from raystudy.spec import EvaluationConfig
 
 
@@ -58,6 +59,13 @@ def test_plan_places_trials_and_calibrates_each_group() -> None:
         assert long.seconds - long.training == pytest.approx(short.seconds - short.training)
     expected = sum(plan.trial_seconds[k] * n for k, n in plan.kinds.items()) / 3600
     assert plan.total_trial_hours == expected and plan.wall_hours == expected / 4
+    # The probes' fits timed apart from the metrics': what a GPU trial fits on its GPU.
+    for cost in plan.costs.values():
+        assert 0 < cost.probe_fitting < cost.fitting
+    gpu = gpu_breakdown(plan)
+    assert gpu is not None and gpu.cpu_hours == pytest.approx(
+        sum((c.fitting - c.probe_fitting) * plan.kinds[k] for k, c in plan.costs.items()) / 3600
+    )
     text = format_plan(plan, "plan")
     assert "8 trials" in text and "4 trials at once" in text and "4 trials share a GPU" in text
     if not torch.cuda.is_available():  # CI: the study asks for GPUs, none here
@@ -203,6 +211,9 @@ def test_plan_of_every_shipped_study_ends_within_its_budget(spec: Path, tmp_path
     if "optuna" not in spec.read_text():
         assert "calibrating 1/" in result.stderr and "estimate:" in result.stdout
         assert (tmp_path / "raystudy" / "plan-calibration.json").exists()
+        # Trials that ask for a GPU: where the time goes on the 8 GPUs, and what bounds it.
+        asks_gpu = load_spec(spec).resources.gpu > 0
+        assert ("bound by the" in result.stdout) == asks_gpu, result.stdout
     assert seconds < 80, f"{spec.name}: plan took {seconds:.0f} s"
 
 

@@ -52,11 +52,19 @@ def plan(
         ),
     ] = False,
     json_: JsonOpt = False,
+    gpu_speedup: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="training=X or probes=X: how many times faster one GPU runs that part than "
+            "this machine's timing, in place of the assumed figure (repeatable).",
+        ),
+    ] = None,
 ) -> None:
     """Trial count, resource plan and estimated cost of a study, before running it."""
     given = dict(locals())  # the options, named as plan_study names its parameters
     del given["output"]
     given["as_json"] = given.pop("json_")
+    given["gpu_speedup"] = given.pop("gpu_speedup") or ()
     from raystudy.plan.study_plan import plan_study
     from raystudy.spec import OptionError, SpecError
     from raystudy.study.plan_runs import measured_under

@@ -28,7 +28,7 @@ from raystudy.plan.groups import EvaluationGroup, TrainingGroup
 _VERSION = version("raystudy")
 
 #: The calibration method's version: timings taken by another one are not reused.
-METHOD = 2
+METHOD = 3
 
 
 def default_path() -> Path:
@@ -71,6 +71,7 @@ def fitting_from(data: dict[str, Any]) -> FitTiming:
         int(data["scenarios"]),
         float(data["intervention_seconds"]),
         float(data["calibration_seconds"]),
+        _line(data["probes"]),
     )
 
 

@@ -33,7 +33,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import cast
 
 import numpy as np
@@ -236,6 +236,9 @@ class FitTiming:
     scenarios: int = 1  # probe scenarios, one of them timed and the rest costed as it
     intervention_seconds: float = 0.0  # the intervention metrics, timed once (size-free)
     calibration_seconds: float = 0.0  # what timing it took, wall
+    #: The probes' part of `fit` (every scenario's), by the same fraction: what a GPU trial
+    #: fits on its GPU (`evaluation.device`), the rest staying on its CPUs.
+    probes: Line = field(default_factory=Line.zero)
 
 
 def fitting_scales(config: TrialConfig, points: int) -> tuple[float, float]:
@@ -387,6 +390,7 @@ def time_fitting(
         scenarios=n,
         intervention_seconds=once.metrics_s,
         calibration_seconds=time.perf_counter() - began,
+        probes=Line.through(scales[0], n * low.probes_s, scales[1], n * high.probes_s),
     )
 
 

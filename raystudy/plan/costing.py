@@ -271,4 +271,5 @@ class Calibration:
             trial.evaluation.num_eval_images,
             fit.fit,
             fit.images,
+            fit.probes,
         )

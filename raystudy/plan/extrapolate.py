@@ -76,6 +76,7 @@ class TrialCost:
     encoding: float  # rendering + encoding every image the metrics and probes score
     reconstruction: float  # eval/*: the ELBO of num_eval_images held-out images
     fitting: float  # the metrics' and probes' own fits on the codes
+    probe_fitting: float = 0.0  # the probes' part of `fitting`
 
     @property
     def seconds(self) -> float:
@@ -91,15 +92,18 @@ def trial_cost(
     num_eval_images: int,
     fit_line: Line,
     images_line: Line,
+    probe_line: Line | None = None,
 ) -> TrialCost:
     """A trial's cost from its calibration's lines: `step_line` (seconds per step by batch
     size), `encode_line` (seconds by images encoded), `recon_line` (seconds by eval images),
     `fit_line` and `images_line` (fitting seconds and images encoded, by the fraction of the
-    evaluation's sample sizes: 1 is the trial's own)."""
+    evaluation's sample sizes: 1 is the trial's own); `probe_line` the probes' part of the
+    fitting seconds."""
     images = max(0.0, images_line.at(1.0))
     return TrialCost(
         training=steps * max(0.0, step_line.at(batch_size)),
         encoding=max(0.0, encode_line.at(images)) if images else 0.0,
         reconstruction=max(0.0, recon_line.at(num_eval_images)) if num_eval_images else 0.0,
         fitting=max(0.0, fit_line.at(1.0)),
+        probe_fitting=max(0.0, probe_line.at(1.0)) if probe_line is not None else 0.0,
     )

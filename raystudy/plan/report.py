@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from raystudy.plan.gpu import GpuBreakdown, gpu_lines
 from raystudy.plan.result import Plan
 
 #: Kinds listed one per line; the rest are summed in one line.
@@ -46,7 +47,7 @@ def _cached(plan: Plan, group: object) -> str:
     return f" (cached from {taken})" if taken else ""
 
 
-def format_plan(plan: Plan, name: str) -> str:
+def format_plan(plan: Plan, name: str, gpu: GpuBreakdown | None = None) -> str:
     lines = [f"Study {name!r}: {plan.num_trials} trials"]
     lines.append(
         f"  each trial asks for {plan.cpu:g} CPU"
@@ -128,10 +129,12 @@ def format_plan(plan: Plan, name: str) -> str:
             f"{measured:.1f} trial-hours = {measured * share:.1f} {resource}-hours; "
             f"~{measured / max(1, plan.concurrent):.1f} h wall with {plan.concurrent} at once"
         )
+    if gpu is not None:
+        lines += gpu_lines(gpu)
     return "\n".join(lines)
 
 
-def plan_data(plan: Plan, name: str) -> dict[str, Any]:
+def plan_data(plan: Plan, name: str, gpu: GpuBreakdown | None = None) -> dict[str, Any]:
     """`format_plan`'s numbers as JSON-ready data (`raystudy plan --json`): the placement,
     each kind of trial with its count and estimated seconds by part (and the study's own
     measured seconds where its runs timed that kind), the totals, and how it was measured."""
@@ -156,7 +159,22 @@ def plan_data(plan: Plan, name: str) -> dict[str, Any]:
                 "measured_runs": None if measured is None else measured.runs,
             }
         )
+    gpu_data = None
+    if gpu is not None:
+        gpu_data = {
+            "gpu_hours_training": gpu.gpu_hours_training,
+            "gpu_hours_scoring": gpu.gpu_hours_scoring,
+            "cpu_hours": gpu.cpu_hours,
+            "cpus_per_gpu": gpu.cpus_per_gpu,
+            "bound": gpu.bound,
+            "wall_hours": gpu.wall_hours,
+            "speedups": {
+                part: {"factor": s.factor, "measured": s.measured, "basis": s.basis}
+                for part, s in (("training", gpu.training), ("probes", gpu.probes))
+            },
+        }
     return {
+        "gpu_cluster": gpu_data,
         "study": name,
         "trials": plan.num_trials,
         "per_trial": {"cpu": plan.cpu, "gpu": plan.gpu},
