@@ -79,11 +79,16 @@ def test_in_float32_it_scores_as_sklearn_does_and_names_itself():
     assert probe_implementation("mlp_torch", "cuda:0") == "torch batched float32 on cuda:0"
 
 
-def test_threads_are_the_trials_and_given_back():
+def test_threads_and_matmul_precision_are_the_probes_and_given_back():
     before = torch.get_num_threads()
-    x, y = codes_of(100, 1, seed=7)
-    TorchMLPProbe(seed=0, n_jobs=1, max_iter=2).fit(x, y)
-    assert torch.get_num_threads() == before
+    torch.set_float32_matmul_precision("high")  # as a training that allowed TF32 leaves it
+    try:
+        x, y = codes_of(100, 1, seed=7)
+        TorchMLPProbe(seed=0, n_jobs=1, max_iter=2).fit(x, y).predict(x)
+        assert torch.get_num_threads() == before
+        assert torch.get_float32_matmul_precision() == "high"
+    finally:
+        torch.set_float32_matmul_precision("highest")
 
 
 def test_too_few_points_for_early_stopping_is_a_clear_error():

@@ -31,7 +31,9 @@ its scikit-learn twin would.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
@@ -78,32 +80,37 @@ class TorchMLPProbe:
     def fit(self, X: ArrayLike, Y: ArrayLike) -> TorchMLPProbe:
         targets = as_targets(Y)
         codes = np.asarray(X, dtype=np.float64)
-        threads = torch.get_num_threads()
-        torch.set_num_threads(max(1, self.n_jobs))
-        try:
+        with _settings(self.n_jobs):
             self.params_, self.n_iter_ = _fit(self, codes, targets)
-        finally:
-            torch.set_num_threads(threads)
         return self
 
     def predict(self, X: ArrayLike) -> NDArray[np.float64]:
         codes = np.asarray(X, dtype=np.float64)
-        threads = torch.get_num_threads()
-        torch.set_num_threads(max(1, self.n_jobs))
-        try:
-            with torch.no_grad():
-                out = [
-                    _forward(self.params_, self._tensor(codes[i : i + PREDICT_CHUNK]))
-                    for i in range(0, len(codes), PREDICT_CHUNK)
-                ]
-        finally:
-            torch.set_num_threads(threads)
+        with _settings(self.n_jobs), torch.no_grad():
+            out = [
+                _forward(self.params_, self._tensor(codes[i : i + PREDICT_CHUNK]))
+                for i in range(0, len(codes), PREDICT_CHUNK)
+            ]
         if not out:
             return np.zeros((0, len(self.params_[0][0])), dtype=np.float64)
         return torch.cat(out, dim=1).T.double().cpu().numpy()
 
     def _tensor(self, array: np.ndarray) -> torch.Tensor:
         return torch.as_tensor(array, dtype=getattr(torch, self.dtype), device=self.device)
+
+
+@contextlib.contextmanager
+def _settings(n_jobs: int) -> Iterator[None]:
+    """The trial's threads, and full float32 products: a process that allowed TF32 (10-bit
+    mantissas) for its training would otherwise round the probe's products on a GPU."""
+    threads, precision = torch.get_num_threads(), torch.get_float32_matmul_precision()
+    torch.set_num_threads(max(1, n_jobs))
+    torch.set_float32_matmul_precision("highest")
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+        torch.set_float32_matmul_precision(precision)
 
 
 #: Per layer, [weights (K, fan_in, fan_out), biases (K, 1, fan_out)].
