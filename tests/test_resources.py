@@ -435,6 +435,9 @@ def test_local_ray_has_no_autoscaler_whatever_files_lie_around(
     out = capsys.readouterr().out
     assert "No GPU in the Ray cluster and no autoscaler could add one" in out
     assert "resources.autoscale: true" in out
+    # Scoring asked on a GPU that the cluster cannot give: refused before any trial trains.
+    with pytest.raises(StudyError, match=r"evaluation\.device: cuda, but this cluster has no GPU"):
+        trial_resources(smoke("evaluation.device=cuda"))
     with pytest.raises(StudyError, match=r"resources.cpu=64 .*nodes: 2 CPU/0 GPU.*no autoscaler"):
         trial_resources(smoke("resources.cpu=64"))
     # true: asked as written; false: only the nodes that exist.

@@ -254,18 +254,21 @@ class StudySpec(_TrialFields):
     @model_validator(mode="after")
     def _cuda_scoring_has_a_gpu(self) -> StudySpec:
         # A trial without a GPU would fail at its first probe, after training: say so now.
-        grid_devices = (self.grid.get("evaluation") or {}).get("device", [])
-        asked = {
-            self.evaluation.device,
-            *(grid_devices if isinstance(grid_devices, list) else [grid_devices]),
-        }
-        if "cuda" in asked and not self.resources.gpu:
+        if self.scores_on_cuda() and not self.resources.gpu:
             raise ValueError(
                 "evaluation.device: cuda scores each trial on its GPU, but resources.gpu is 0; "
                 "give the trials a GPU (resources.gpu > 0) or set evaluation.device to auto "
                 "(the trial's device) or cpu"
             )
         return self
+
+    def scores_on_cuda(self) -> bool:
+        """Whether any trial asks to fit its probes on a GPU (`evaluation.device: cuda`)."""
+        in_grid = (self.grid.get("evaluation") or {}).get("device", [])
+        return "cuda" in {
+            self.evaluation.device,
+            *(in_grid if isinstance(in_grid, list) else [in_grid]),
+        }
 
     def base(self) -> dict[str, Any]:
         dumped = self.model_dump(mode="json")

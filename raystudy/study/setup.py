@@ -40,9 +40,18 @@ def trial_resources(spec: StudySpec) -> dict[str, float]:
     its autoscaler can launch (`raystudy.tune.probe`); StudyError when nothing can hold it."""
     want = spec.resources
     try:
-        return cluster_request(want.cpu, want.gpu, want.autoscale, spec.name)
+        got = cluster_request(want.cpu, want.gpu, want.autoscale, spec.name)
     except ResourceError as exc:
         raise ClusterUnavailable(str(exc)) from None
+    if spec.scores_on_cuda() and not got["gpu"]:
+        # The GPU request was dropped (no GPU node, none launchable): every trial would
+        # train on its CPU and then fail where it scores.
+        raise ClusterUnavailable(
+            "evaluation.device: cuda, but this cluster has no GPU node and its autoscaler "
+            "can launch none, so the trials would run on CPUs; set evaluation.device to auto "
+            "(score where the trial runs) or cpu, or run on a cluster with GPUs"
+        )
+    return got
 
 
 def check_search_method(spec: StudySpec, source: str | Path, methods: Sequence[str]) -> None:
