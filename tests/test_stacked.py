@@ -63,7 +63,9 @@ def max_difference(a: VAE, b: VAE) -> float:
     ("objective", "options", "train_options", "batching", "tolerance"),
     [
         ("beta_vae", {"beta": 4.0}, {"input_noise": True, "grad_clip": 1.0}, "loop", 1e-6),
-        ("beta_vae", {"beta": 4.0}, {"input_noise": True, "lr_milestones": [2]}, "vmap", 1e-5),
+        # One step (lr 1e-4): on an AMD EPYC's kernels one weight moved 8.4e-5 (2026-12-07),
+        # under 1e-5 on the CPUs before it; the loss histories agree all the same.
+        ("beta_vae", {"beta": 4.0}, {"input_noise": True, "lr_milestones": [2]}, "vmap", 1e-4),
         ("ada_gvae", {"k": "random"}, {"kl_warmup_steps": 3}, "loop", 1e-6),
         ("ada_gvae", {"k": "random"}, {"kl_warmup_steps": 3}, "vmap", 1e-3),
         ("beta_tcvae", {"beta": 6.0}, {}, "vmap", 1e-5),
