@@ -67,7 +67,13 @@ def evaluate(
         ),
     ] = None,
     output: OutputOpt = STUDIES,
-    device: Annotated[str, typer.Option(help="Where images are rendered and encoded.")] = "cpu",
+    device: Annotated[
+        str,
+        typer.Option(
+            help="Where images are rendered and encoded, and where the probes fit "
+            "(evaluation.device auto)."
+        ),
+    ] = "cpu",
     n_jobs: Annotated[int, typer.Option(min=1, help="Threads of the metrics and probes.")] = 1,
 ) -> None:
     """Score an encoder with exactly the `dis/*`, `down/*` and `transfer/*` keys a trial logs, on
