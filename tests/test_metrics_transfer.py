@@ -97,8 +97,11 @@ def test_the_mlp_fits_each_factor_on_its_own(iid_data):
     again = get_probe("mlp", seed=0).fit(z_train, other).predict(z_test)
     alone = get_probe("mlp", seed=0).fit(z_train, targets[:, 0]).predict(z_test)
     assert first.shape == (len(z_test), 6)
-    np.testing.assert_array_equal(first[:, 0], again[:, 0])
-    np.testing.assert_array_equal(first[:, 0], alone[:, 0])
+    # The networks train as one batch (mlp_torch), which shrinks as each stops: beside other
+    # targets, or alone, factor 0's network runs other matrix-product kernels, so it is the
+    # same network to float32 rounding (scikit-learn's per-factor fits are equal exactly).
+    np.testing.assert_allclose(first[:, 0], again[:, 0], rtol=0, atol=1e-5)
+    np.testing.assert_allclose(first[:, 0], alone[:, 0], rtol=0, atol=1e-5)
     assert not np.array_equal(first[:, 1], again[:, 1])
 
 
