@@ -336,10 +336,11 @@ def render_report(inputs: ReportInputs) -> str:
     )
     probes = (
         '<h3>How the probes were computed</h3><p class="note">Per probe, what fitted it '
-        "(the runs' <code>raystudy.probe.*</code> tags). The reference is scikit-learn's MLP "
-        "and xgboost on the CPU; the batched torch MLP of a GPU trial was shown equivalent to "
-        "it (docs/performance/scoring.md). A probe computed two ways in one study mixes the "
-        "two in every table.</p>" + _simple_table(inputs.probes, left=("probe", "computed by"))
+        "(the runs' <code>raystudy.probe.*</code> tags). The MLP probe's reference is "
+        "scikit-learn's own; its batched torch twin, which computes <code>mlp</code>, was "
+        "shown equivalent to it (docs/performance/scoring.md). A probe computed two ways in "
+        "one study mixes the two in every table.</p>"
+        + _simple_table(inputs.probes, left=("probe", "computed by"))
         if not inputs.probes.empty
         else ""
     )

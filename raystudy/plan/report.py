@@ -154,6 +154,7 @@ def plan_data(plan: Plan, name: str, gpu: GpuBreakdown | None = None) -> dict[st
                     "encoding": cost.encoding,
                     "reconstruction": cost.reconstruction,
                     "fitting": cost.fitting,
+                    "probe_fitting": cost.probe_fitting,
                 },
                 "measured_seconds": None if measured is None else measured.seconds,
                 "measured_runs": None if measured is None else measured.runs,

@@ -320,9 +320,9 @@ class EvaluationConfig(StrictConfig):
     device: ScoringDevice = Field(
         "auto",
         description="where the probes fit: auto, the trial's device (its GPU where it has "
-        "one); cpu; cuda, the trial's GPU (needs resources.gpu > 0). On a GPU the mlp probe is "
-        "the batched torch twin of scikit-learn's (mlp_torch) and gbt xgboost's GPU trees; "
-        "DCI and the other metrics stay on the CPU (docs/performance/scoring.md)",
+        "one); cpu; cuda, the trial's GPU (needs resources.gpu > 0). The mlp probe (scikit-learn's "
+        "batched torch twin) and gbt (xgboost) fit there; DCI and the other metrics stay on "
+        "the CPU (docs/performance/scoring.md)",
     )
 
     @model_validator(mode="after")
