@@ -7,9 +7,10 @@ For every finished trial run with a logged encoder, the encoder is loaded and ev
 scenario's probe data is drawn as the trial drew it (`raystudy.probe_data.probe_sets`, the
 draws `evaluation.seed` fixes). On each, per factor and for the means:
 
-- scikit-learn at the trial's probe seed: the run's own logged `mlp` scores (computed by
-  scikit-learn on a CPU, `raystudy.probe.mlp`); the first run is also refitted here and must
-  give those scores to the last digit, which shows that the data here is the trial's;
+- scikit-learn at the trial's probe seed: the run's own logged `mlp` scores where scikit-learn
+  computed them (`raystudy.probe.mlp`, or no such tag: runs from before it), else fitted
+  here; the first run is also refitted here and must give those scores to the last digit,
+  which shows that the data here is the trial's;
 - the torch probe at the same seed: the run's `mlp_torch` scores where `raystudy rescore
   STUDY --probes mlp_torch` wrote them, else fitted here;
 - scikit-learn at the next seed (seed + 1), fitted here: its own seed-to-seed spread.
@@ -42,7 +43,7 @@ def run_jobs(study_dir: Path) -> list[dict[str, Any]]:
     from raystudy.spec.url_secrets import expand
     from raystudy.study.folder import StudyInfo, load_study_spec
     from raystudy.study.rescore import match_configs
-    from raystudy.tags import MODEL_TAG
+    from raystudy.tags import MODEL_TAG, probe_tag
     from raystudy.tracking.reader import trial_runs
 
     info = StudyInfo.read(study_dir)
@@ -62,6 +63,9 @@ def run_jobs(study_dir: Path) -> list[dict[str, Any]]:
             "config": configs[run.info.run_id].model_dump(mode="json"),
             "logged": {k: v for k, v in run.data.metrics.items() if k.startswith("transfer/")},
             "logged_dis": {k: v for k, v in run.data.metrics.items() if k.startswith("dis/")},
+            # Runs from before the tag, and runs whose mlp scikit-learn computed, log the
+            # reference as `mlp`; any other run's `mlp` is not the reference.
+            "mlp_is_sklearn": run.data.tags.get(probe_tag("mlp"), "sklearn").startswith("sklearn"),
         }
         for run in sorted(runs, key=lambda r: r.info.run_name)
         if not isinstance(configs[run.info.run_id], str)
@@ -118,7 +122,7 @@ def score_encoder(job: dict[str, Any], check: bool) -> dict[str, Any]:
                 return {k[len(prefix) :]: v for k, v in logged.items() if k.startswith(prefix)}
             return fit(name, ev.seed)
 
-        sk = logged_or_fit("mlp", "mlp_sklearn")
+        sk = logged_or_fit("mlp" if job["mlp_is_sklearn"] else "mlp_sklearn", "mlp_sklearn")
         if check:
             refit = fit("mlp_sklearn", ev.seed)
             out.setdefault("refit_max_abs_diff", 0.0)

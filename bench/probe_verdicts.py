@@ -58,8 +58,15 @@ def without_twin(frame: pd.DataFrame) -> pd.DataFrame:
 def compare(study_dir: Path) -> dict[str, Any]:
     from raystudy.analysis.core.results import load_results
     from raystudy.analysis.pipeline import Settings, compute
+    from raystudy.tags import column, probe_tag
 
     frame = load_results(study_dir)
+    tag = column(probe_tag("mlp"))
+    if tag in frame.columns and not frame[tag].fillna("sklearn").str.startswith("sklearn").all():
+        raise SystemExit(
+            f"{study_dir}: some runs' mlp scores are not scikit-learn's ({tag}); this compares "
+            "a study scored with the reference against the twin"
+        )
     settings = Settings()
     logged = compute(without_twin(frame), settings).findings
     torch_ = compute(as_torch(frame), settings).findings
