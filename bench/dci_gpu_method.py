@@ -31,24 +31,17 @@ SCORES = ("dci_d", "dci_c", "dci_i")
 def score_encoder(job: dict[str, Any]) -> dict[str, dict[str, float]]:
     import torch
 
-    from raystudy.evaluate import evaluation_setup, resolve_encoder
+    from bench.probe_equivalence import trial_encoder
     from raystudy.metrics.dci import dci
-    from raystudy.scoring import encode_codes
-    from raystudy.spec import TrialConfig
 
     torch.set_num_threads(1)
-    config = TrialConfig.model_validate(job["config"])
-    split = config.split if isinstance(config.split, str) else dict(config.split)
-    data, split_, config = evaluation_setup(
-        config.dataset.name, split, config.evaluation, dataset_options=config.dataset.options
-    )
+    _, split_, config, encode = trial_encoder(job)
     ev = config.evaluation
-    encoder, _ = resolve_encoder(f"runs:/{job['run_id']}/model", job["uri"])
     # The draw a trial's fixed-sample metrics score (raystudy.scoring.score_representation).
     points = split_.sample(
         "encoder", ev.num_train + ev.num_test, np.random.default_rng([ev.seed, 2])
     )
-    codes = encode_codes(encoder, data, points, torch.device("cpu"))
+    codes = encode(points)
     n = ev.num_train
     args = (codes[:n], points[:n], codes[n:], points[n:])
     ways = {

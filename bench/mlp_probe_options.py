@@ -31,27 +31,13 @@ SETTINGS = (("smoke", 1000, 500), ("laptop", 2000, 1000))
 
 def probe_sets_of(study_dir: Path, encoders: int, train: int, test: int) -> list[Any]:
     """The probe sets (every scenario) of the first `encoders` finished runs, at these sizes."""
-    import torch
-
-    from bench.probe_equivalence import run_jobs
-    from raystudy.evaluate import evaluation_setup, resolve_encoder
+    from bench.probe_equivalence import run_jobs, trial_encoder
     from raystudy.probe_data import probe_sets
-    from raystudy.scoring import encode_codes
-    from raystudy.spec import TrialConfig
 
     sets = []
     for job in run_jobs(study_dir)[:encoders]:
-        config = TrialConfig.model_validate(job["config"])
-        ev = config.evaluation.model_copy(update={"probe_train": train, "probe_test": test})
-        split = config.split if isinstance(config.split, str) else dict(config.split)
-        data, split_, _ = evaluation_setup(
-            config.dataset.name, split, ev, dataset_options=config.dataset.options
-        )
-        encoder, _ = resolve_encoder(f"runs:/{job['run_id']}/model", job["uri"])
-
-        def codes(idx: np.ndarray, domain: str, data: Any = data, encoder: Any = encoder) -> Any:
-            return encode_codes(encoder, data, idx, torch.device("cpu"), domain)
-
+        data, split_, config, codes = trial_encoder(job, {"probe_train": train, "probe_test": test})
+        ev = config.evaluation
         for ps in probe_sets(split_, ev, codes):
             sizes = np.asarray(data.factors.sizes)
             keep = sizes > 1

@@ -72,32 +72,44 @@ def run_jobs(study_dir: Path) -> list[dict[str, Any]]:
     ]
 
 
+def trial_encoder(job: dict[str, Any], evaluation_update: dict[str, Any] | None = None) -> Any:
+    """A run's data, split, config and encoder as its trial set them up, and its codes on the
+    CPU: ``(data, split, config, codes(idx, domain="sim"))``. ``evaluation_update`` changes
+    the evaluation settings first (other probe sizes)."""
+    import torch
+
+    from raystudy.evaluate import evaluation_setup, resolve_encoder
+    from raystudy.scoring import encode_codes
+    from raystudy.spec import TrialConfig
+
+    config = TrialConfig.model_validate(job["config"])
+    ev = config.evaluation.model_copy(update=evaluation_update or {})
+    split = config.split if isinstance(config.split, str) else dict(config.split)
+    data, split_, config = evaluation_setup(
+        config.dataset.name, split, ev, dataset_options=config.dataset.options
+    )
+    encoder, _ = resolve_encoder(f"runs:/{job['run_id']}/model", job["uri"])
+
+    def codes(idx: np.ndarray, domain: str = "sim") -> np.ndarray:
+        return encode_codes(encoder, data, idx, torch.device("cpu"), domain)
+
+    return data, split_, config, codes
+
+
 def score_encoder(job: dict[str, Any], check: bool) -> dict[str, Any]:
     """Per key `transfer/<scenario>/<probe>/<score>`: sklearn (logged), torch (logged or
     fitted), sklearn at the next seed (fitted); and the refit check when asked."""
     import torch
 
-    from raystudy.evaluate import evaluation_setup, resolve_encoder
     from raystudy.keys import transfer_key
     from raystudy.metrics import transfer
     from raystudy.probe_data import probe_sets
-    from raystudy.scoring import encode_codes
-    from raystudy.spec import TrialConfig
 
     torch.set_num_threads(1)
-    config = TrialConfig.model_validate(job["config"])
-    split = config.split if isinstance(config.split, str) else dict(config.split)
-    data, split_, config = evaluation_setup(
-        config.dataset.name, split, config.evaluation, dataset_options=config.dataset.options
-    )
-    encoder, _ = resolve_encoder(f"runs:/{job['run_id']}/model", job["uri"])
-    cpu = torch.device("cpu")
+    data, split_, config, codes = trial_encoder(job)
     ev = config.evaluation
     logged = job["logged"]
     out: dict[str, Any] = {"run": job["name"], "sklearn": {}, "torch": {}, "sklearn_next": {}}
-
-    def codes(idx: np.ndarray, domain: str) -> np.ndarray:
-        return encode_codes(encoder, data, idx, cpu, domain)
 
     names, sizes = data.factors.names, data.factors.sizes
     for ps in probe_sets(split_, ev, codes):
