@@ -163,3 +163,21 @@ def test_the_command_filters_by_paper_and_names_the_papers_it_knows() -> None:
     bad = run_claims("--paper", "montero2023")
     assert bad.returncode == 2 and bad.stdout == ""
     assert "no paper 'montero2023'; allowed: " + ", ".join(PAPERS) in bad.stderr
+
+
+def test_the_claims_load_without_the_analysis_stack() -> None:
+    """`raystudy claims` starts in about a second: reading the claims imports none of what the
+    analysis draws and fits with, and the analysis' public names still resolve on first use."""
+    code = (
+        "import sys, raystudy.analysis.claims.registry as r; r.all_claims();"
+        "print(sorted(m for m in ('torch', 'matplotlib', 'mlflow', 'scipy', 'ray')"
+        " if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout
+    import raystudy.analysis as analysis
+
+    for name in analysis.__all__:
+        assert callable(getattr(analysis, name)), name
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        analysis.nothing  # noqa: B018
