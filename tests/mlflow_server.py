@@ -5,6 +5,7 @@ under bench/ start theirs with it)."""
 from __future__ import annotations
 
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -18,6 +19,27 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def steady_port() -> int:
+    """A free port for a server that is stopped and started again on it: below the kernel's
+    ephemeral range and above Ray's worker ports (10002-19999). A port from `free_port` is
+    one the kernel hands out again to any outgoing connection (a Ray worker's, MLflow's) and
+    was lost that way while a store was down under load; the kernel never hands out this one."""
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    ports = list(range(20000, max(low, 20001)))
+    random.shuffle(ports)
+    for port in ports[:200]:
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    return free_port()
 
 
 class MlflowServer:
@@ -36,7 +58,7 @@ class MlflowServer:
         workers: int | None = 1,
         log: Path | None = None,
     ) -> None:
-        self.root, self.port = root, port or free_port()
+        self.root, self.port = root, port or steady_port()
         self.backend = backend or f"sqlite:///{root / 'server.db'}"
         self.workers, self.log = workers, log
         self.url = f"http://127.0.0.1:{self.port}"

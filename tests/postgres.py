@@ -20,7 +20,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from mlflow_server import free_port
+from mlflow_server import steady_port
 
 INSTALL = "install PostgreSQL's server (Debian: `apt-get install postgresql`)"
 PROGRAMS = ("initdb", "pg_ctl", "postgres")
@@ -52,7 +52,7 @@ class Postgres:
 
     def __init__(self, bin_dir: Path) -> None:
         self.bin_dir = bin_dir
-        self.port = free_port()
+        self.port = steady_port()
         # Not under pytest's tmp_path: its folders are private to this user, and the server
         # may run as another one.
         self.root = Path(tempfile.mkdtemp(prefix="raystudy-pg-"))

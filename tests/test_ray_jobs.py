@@ -56,18 +56,8 @@ def head() -> Iterator[str]:
     # pytest tmp_path is too long for the dashboard's).
     temp = Path(tempfile.mkdtemp(prefix="rj-", dir="/tmp"))
     HEAD_TEMP[:] = [temp]
-    port, dashboard = free_port(), free_port()
-    start = ["start", "--head", f"--port={port}", f"--dashboard-port={dashboard}"]
-    start += ["--dashboard-host=127.0.0.1", "--num-cpus=2", "--include-dashboard=true"]
-    start += [f"--temp-dir={temp}", "--disable-usage-stats"]
-    # Every port of its own: Ray's defaults are fixed numbers (the dashboard agent's HTTP port
-    # 52365, the client server's 10001), and a Ray started beside it (the fault tier's other
-    # worker) that holds one leaves this head's agent unstarted: its job server then answers
-    # "No available agent" for good.
-    for option in AGENT_PORTS:
-        start.append(f"--{option}={free_port()}")
     try:
-        ray_cli(*start, timeout=300)
+        dashboard = start_head(temp)
         address = f"http://127.0.0.1:{dashboard}"
         deadline = time.monotonic() + 120
         while True:  # the job server answers a little after `ray start` returns
@@ -85,6 +75,30 @@ def head() -> Iterator[str]:
     finally:
         stop_head(temp)
         shutil.rmtree(temp, ignore_errors=True)
+
+
+def start_head(temp: Path) -> int:
+    """`ray start --head` with every port its own; its dashboard's port. Started once more
+    when its GCS misses Ray's fixed 30 s to come up (seen beside the rest of the fault tier on
+    a loaded 2-core machine), as `tune.cluster.start_local` does for a study's local Ray."""
+    for attempt in (1, 2):
+        port, dashboard = free_port(), free_port()
+        start = ["start", "--head", f"--port={port}", f"--dashboard-port={dashboard}"]
+        start += ["--dashboard-host=127.0.0.1", "--num-cpus=2", "--include-dashboard=true"]
+        start += [f"--temp-dir={temp}", "--disable-usage-stats"]
+        # Every port of its own: Ray's defaults are fixed numbers (the dashboard agent's HTTP
+        # port 52365, the client server's 10001), and a Ray started beside it (the fault tier's
+        # other worker) that holds one leaves this head's agent unstarted: its job server then
+        # answers "No available agent" for good.
+        for option in AGENT_PORTS:
+            start.append(f"--{option}={free_port()}")
+        done = subprocess.run([RAY, *start], capture_output=True, text=True, env=ENV, timeout=300)
+        if done.returncode == 0:
+            return dashboard
+        slow = "gcs_server" in done.stdout + done.stderr
+        assert attempt == 1 and slow, (start, done.stdout[-2000:], done.stderr[-3000:])
+        stop_head(temp)
+    raise AssertionError("unreachable")
 
 
 def stop_head(temp: Path) -> None:
