@@ -89,3 +89,17 @@ def postgres():
     yield server
     server.stop("immediate")
     server.remove()
+
+
+#: Fixtures that start Ray or a server in processes of their own.
+PROCESS_FIXTURES = frozenset({"ray_local", "postgres", "server", "cluster", "head"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """`processes` on every test that starts Ray or a server through a fixture (beside the
+    modules and tests marked by hand: the CLI in processes of its own). Their time goes to
+    Ray, MLflow and Optuna, which every dependency leg of `.ci/run` installs at the main leg's
+    versions; a leg whose versions of those are the main leg's leaves them out."""
+    for item in items:
+        if PROCESS_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.processes)

@@ -24,6 +24,9 @@ from raystudy.data import DATASETS
 from raystudy.models import ARCHITECTURES, OBJECTIVES
 from raystudy.spec.json_schema import MODELINE, SCHEMA_FILE, schema_text
 
+# The CLI in processes of its own, as a shell starts it (.ci/run's legs leave them out).
+pytestmark = pytest.mark.processes
+
 ROOT = Path(__file__).resolve().parents[1]
 SPACES = sorted((ROOT / "search_spaces").glob("*.yaml"))
 SMOKE = ROOT / "search_spaces" / "smoke.yaml"
@@ -140,7 +143,14 @@ def test_run_takes_mlflow_tracking_uri_where_the_spec_leaves_the_store_open(
     kept = raystudy("run", str(tmp_path / "named.yaml"), "-o", str(tmp_path / "out"), env=env)
     assert kept.returncode == 2 and not kept.stderr.startswith("MLFLOW_TRACKING_URI")
     assert "tracking.uri 'sqlite://'" in kept.stderr and not store.exists()
-    # And a spec that leaves it null logs there, not in its folder.
+
+
+@pytest.mark.heavy  # a study through Tune: the fault tier
+def test_run_logs_to_mlflow_tracking_uri_and_status_reads_it_back(tmp_path: Path) -> None:
+    """A spec that leaves its store null logs where MLFLOW_TRACKING_URI says, not in its
+    folder, and `status --json` finds the study there."""
+    store = tmp_path / "elsewhere.db"
+    env = {"MLFLOW_TRACKING_URI": f"sqlite:///{store}"}
     sets = [f"--set={item}" for item in tiny("envstore", "grid={seed: [0]}", "model.beta=null")]
     done = raystudy("run", str(SMOKE), "-o", str(tmp_path / "out"), *sets, env=env)
     assert done.returncode == 0, done.stdout + done.stderr

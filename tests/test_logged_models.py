@@ -79,6 +79,7 @@ def reload_and_rescore(
     return np.load(folder / "means.npy"), out["scores"]
 
 
+@pytest.mark.processes  # the reload in a fresh process
 def test_a_trials_logged_encoder_reloads_in_a_fresh_process_with_its_means(
     tmp_path: Path,
 ) -> None:

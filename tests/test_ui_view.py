@@ -31,6 +31,9 @@ from raystudy.tracking.study_run import StudyTracker, default_uri
 from raystudy.tracking.trial_run import TrialRun
 from raystudy.tracking.ui_view import PARAM_COLUMNS, view_tag, write_study_view
 
+# `raystudy ui` and a tracking server in processes of their own.
+pytestmark = pytest.mark.processes
+
 #: (objective, beta, seed) of each trial, and the scores it logs.
 TRIALS = [("beta_vae", 1.0, 0), ("beta_vae", 4.0, 1), ("factor_vae", None, 2)]
 

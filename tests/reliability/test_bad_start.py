@@ -110,6 +110,7 @@ def test_a_deleted_experiment_of_the_same_name_is_refused_before_the_study_folde
     no_ray()
 
 
+@pytest.mark.processes  # the CLI and Ray's client in processes of their own
 @pytest.mark.parametrize(
     ("address", "words"),
     [

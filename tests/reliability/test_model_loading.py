@@ -20,6 +20,9 @@ from mlflow.exceptions import MlflowException
 
 from raystudy.tracking.models import ALLOW_PICKLE, load_encoder
 
+# Each load in a fresh process, where nothing of the test's own imports can help it.
+pytestmark = pytest.mark.processes
+
 
 def _saved(folder: Path, fmt: str) -> Path:
     model = torch.nn.Sequential(torch.nn.Linear(4, 3))
