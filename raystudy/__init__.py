@@ -17,7 +17,8 @@ from typing import Any
 # (2026-11-27). Off unless the user has said otherwise.
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 
-__version__ = "0.1.0"
+from raystudy.version import RELEASE as __version__
+
 __all__ = ["__version__", "evaluate_encoder"]
 
 

@@ -22,7 +22,6 @@ import hashlib
 import importlib.metadata
 import json
 import platform
-import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +40,7 @@ from raystudy.tags import (
     SOURCE_NAME_TAG,
     version_tag,
 )
+from raystudy.version import PACKAGE_DIR, git_commit, run_git
 
 UNKNOWN = "unknown"
 #: The distributions whose versions a run records (python's own is recorded too).
@@ -70,26 +70,9 @@ def _versions() -> dict[str, str]:
     return found
 
 
-#: The folder of the raystudy package this process imported.
-PACKAGE_DIR = Path(__file__).resolve().parent
-
-
 @functools.cache
 def _git() -> dict[str, str]:
     return git_state(PACKAGE_DIR)
-
-
-def git_commit(here: Path, *, short: bool = False) -> str | None:
-    """The commit of the checkout holding the package folder `here` (abbreviated as git
-    abbreviates it with `short`); None when there is none: no git, or a package folder its
-    checkout does not track. The one lookup of the code's commit (the lineage's tag, the
-    study driver's `raystudy.version`)."""
-    # A package that is not tracked in the repository around it (installed into a venv that
-    # lives inside some other checkout) must not report that checkout's commit.
-    if _run_git(here, "ls-files", "--error-unmatch", "__init__.py") is None:
-        return None
-    commit = _run_git(here, "rev-parse", *(["--short"] if short else []), "HEAD")
-    return (commit or "").strip() or None
 
 
 def git_state(here: Path) -> dict[str, str]:
@@ -98,20 +81,9 @@ def git_state(here: Path) -> dict[str, str]:
     commit = git_commit(here)
     if not commit:
         return {GIT_COMMIT_TAG: UNKNOWN, GIT_DIRTY_TAG: UNKNOWN}
-    status = _run_git(here, "status", "--porcelain", "--untracked-files=no")
+    status = run_git(here, "status", "--porcelain", "--untracked-files=no")
     dirty = UNKNOWN if status is None else str(bool(status.strip())).lower()
     return {GIT_COMMIT_TAG: commit, GIT_DIRTY_TAG: dirty}
-
-
-def _run_git(cwd: Path, *args: str) -> str | None:
-    """git's output, or None when git is missing, fails, or hangs."""
-    try:
-        done = subprocess.run(
-            ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=10, check=False
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return done.stdout if done.returncode == 0 else None
 
 
 def device_name(device: torch.device) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -198,14 +199,17 @@ def test_plan_of_every_shipped_study_ends_within_its_budget(spec: Path, tmp_path
     """`raystudy plan` as a user runs it, a process of its own (its imports count against its
     budget), GPUs on the cluster as the big studies expect, and no cached timings. A budget
     of 20 s (the default is 60): the first group of each kind is timed whatever the budget,
-    so this is the least a plan takes (8-32 s a study alone here, 2026-11-29); up to 80 s
-    allowed for a CPU the fault tier's other half shares."""
+    so this is the least a plan takes (11-45 s a study alone here, 2026-12-07). What is held
+    to the limit is the CPU time the plan spent, not its wall time: the fault tier's other
+    half (a study through Ray, its processes on the same 2 cores) made one plan of 18 s
+    alone take 96 s of wall time in CI (2026-12-07)."""
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path), "PYTHONPATH": str(ROOT)}
     command = [sys.executable, "-m", "raystudy.cli", "plan", str(spec), "--gpus", "8"]
     command += ["--budget", "20"]
-    started = time.perf_counter()
+    started, spent_before = time.perf_counter(), _children_cpu_seconds()
     result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
     seconds = time.perf_counter() - started
+    cpu_seconds = _children_cpu_seconds() - spent_before
     assert result.returncode == 0, result.stderr
     assert f"Study '{spec.stem}'" in result.stdout
     if "optuna" not in spec.read_text():
@@ -214,7 +218,15 @@ def test_plan_of_every_shipped_study_ends_within_its_budget(spec: Path, tmp_path
         # Trials that ask for a GPU: where the time goes on the 8 GPUs, and what bounds it.
         asks_gpu = load_spec(spec).resources.gpu > 0
         assert ("bound by the" in result.stdout) == asks_gpu, result.stdout
-    assert seconds < 80, f"{spec.name}: plan took {seconds:.0f} s"
+    shown = f"{spec.name}: plan took {cpu_seconds:.0f} s of CPU ({seconds:.0f} s of wall time)"
+    assert cpu_seconds < 80, shown
+
+
+def _children_cpu_seconds() -> float:
+    """User and system seconds of this process's finished children (`subprocess.run` waits for
+    its child, so the difference around one call is that call's)."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
 
 
 # The UI itself (loopback only, serving the study's store) is tested once, in

@@ -37,7 +37,7 @@ app = typer.Typer(
 
 def _version(shown: bool) -> None:
     if shown:
-        from raystudy.study.setup import code_version
+        from raystudy.version import code_version
 
         typer.echo(f"raystudy {code_version()}")
         raise typer.Exit()

@@ -41,9 +41,15 @@ def analyze(
 ) -> None:
     """Correlations with bootstrap CIs, model selection, figures and an HTML report of a
     study, written to the study folder's analysis/ and logged to its parent MLflow run."""
+    from raystudy.study.folder import StudyError, StudyInfo, study_path
+
+    # A study that is not there is said before the analysis stack loads (seconds).
+    try:
+        StudyInfo.read(study_path(output, study))
+    except StudyError as exc:
+        fail(exc)
     from raystudy.analysis.pipeline import AnalysisError, Settings, analyze_study
     from raystudy.analysis.summary import format_summary
-    from raystudy.study.folder import StudyError, study_path
     from raystudy.terminal.steps import StepLines
     from raystudy.tracking.retry import TrackingRejected, TrackingUnreachable
 

@@ -4,6 +4,7 @@ styles, and a Ctrl-C said without a traceback."""
 from __future__ import annotations
 
 import signal
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
@@ -22,9 +23,10 @@ INTERRUPTED = 130
 
 def exit_code(exc: BaseException) -> int:
     """The exit code of an error: an unreachable or refusing store's, else the error's own."""
-    from raystudy.tracking.retry import TrackingRejected, TrackingUnreachable
-
-    if isinstance(exc, TrackingUnreachable | TrackingRejected):
+    # Errors of the store's classes exist only once their module is loaded; importing it here
+    # would load MLflow (seconds) to tell a missing study or a typo.
+    retry = sys.modules.get("raystudy.tracking.retry")
+    if retry is not None and isinstance(exc, retry.TrackingUnreachable | retry.TrackingRejected):
         return STORE
     return int(getattr(exc, "exit_code", MISTAKE))
 

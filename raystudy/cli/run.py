@@ -38,6 +38,14 @@ def study_command(spec_help: str, methods: Sequence[str], doc: str) -> Callable[
         verbose: VerboseOpt = False,
     ) -> None:
         from raystudy.spec import OptionError, SpecError
+        from raystudy.spec.yaml_io import apply_overrides, read_spec_file
+
+        # A missing file, broken YAML or a malformed --set is said before the study's stack
+        # loads (about a second, not ten).
+        try:
+            apply_overrides(read_spec_file(spec), set_ or [], str(spec))
+        except SpecError as exc:
+            fail(exc)
         from raystudy.study.folder import StudyError
         from raystudy.study.report import outcome_report, start_line
         from raystudy.study.run_spec import spec_to_run

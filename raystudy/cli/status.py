@@ -12,7 +12,13 @@ def status(study: StudyArg, output: OutputOpt = STUDIES, json_: JsonOpt = False)
     """Trial counts by state (Tune's view) and MLflow runs by status."""
     import json
 
-    from raystudy.study.folder import StudyError, study_path
+    from raystudy.study.folder import StudyError, StudyInfo, study_path
+
+    # A study that is not there is said before MLflow and Tune load (seconds).
+    try:
+        StudyInfo.read(study_path(output, study))
+    except StudyError as exc:
+        fail(exc)
     from raystudy.study.status import status_data, status_report
 
     try:

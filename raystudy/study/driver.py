@@ -31,7 +31,6 @@ from raystudy.study.outcome import StudyOutcome, fit_study
 from raystudy.study.setup import (
     as_study_error,
     check_optuna_study,
-    code_version,
     study_context,
     trial_resources,
 )
@@ -40,6 +39,7 @@ from raystudy.tracking.retry import TrackingRejected, TrackingUnreachable, Track
 from raystudy.tracking.study_run import StudyTracker, default_uri
 from raystudy.tune.adapter import new_tuner
 from raystudy.tune.cluster import connect
+from raystudy.version import code_version
 
 
 def run_study(

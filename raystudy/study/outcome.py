@@ -17,7 +17,7 @@ from raystudy.keys import STUDY_FINISHED, STUDY_STOPPED, STUDY_WALL_S
 from raystudy.spec import StudySpec
 from raystudy.study.folder import StudyError, StudyInfo
 from raystudy.study.records import run_records
-from raystudy.study.setup import as_study_error, code_version
+from raystudy.study.setup import as_study_error
 from raystudy.tags import (
     BY_ASHA,
     RUN_FAILED,
@@ -33,6 +33,7 @@ from raystudy.tune.optuna_storage import close_orphan_optuna_trials, optuna_stor
 from raystudy.tune.progress import FullDiskWatch
 from raystudy.tune.state import FINISHED, STOPPED, TUNE_DIR, fit_outcomes
 from raystudy.tune.stopping import stop_on_full_disk, time_budget
+from raystudy.version import code_version
 
 
 @dataclass(frozen=True)

@@ -18,13 +18,14 @@ from raystudy.study.folder import (
 )
 from raystudy.study.lock import driver_lock, refuse_if_driven
 from raystudy.study.outcome import StudyOutcome, fit_study, mark_killed
-from raystudy.study.setup import as_study_error, code_version, study_context, trial_resources
+from raystudy.study.setup import as_study_error, study_context, trial_resources
 from raystudy.tracking.retry import TrackingRejected, TrackingUnreachable
 from raystudy.tracking.study_run import StudyTracker
 from raystudy.tune.cluster import connect
 from raystudy.tune.restore import can_restore, restored_tuner
 from raystudy.tune.state import TUNE_DIR, TuneStateError, tune_outcomes
 from raystudy.tune.state_backup import BACKUP_DIR, restore_damaged
+from raystudy.version import code_version
 
 
 def resume_study(

@@ -8,8 +8,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-import raystudy
-from raystudy.lineage import PACKAGE_DIR, git_commit
 from raystudy.resources import ResourceError
 from raystudy.spec import StudySpec
 from raystudy.study.folder import ClusterUnavailable, StudyError, StudyInfo
@@ -27,12 +25,6 @@ def as_study_error(call: Callable[..., T], *args: Any) -> T:
         return call(*args)
     except TuneSetupError as exc:
         raise ClusterUnavailable(str(exc)) from None
-
-
-def code_version() -> str:
-    """The raystudy version, with the short commit of its checkout when it has one."""
-    commit = git_commit(PACKAGE_DIR, short=True)
-    return f"{raystudy.__version__}+{commit}" if commit else raystudy.__version__
 
 
 def trial_resources(spec: StudySpec) -> dict[str, float]:

@@ -17,9 +17,9 @@ from raystudy.study.folder import StudyInfo, load_study_spec
 from raystudy.study.lock import refuse_if_driven
 from raystudy.study.outcome import StudyOutcome
 from raystudy.study.resume import restore_tune_state, resume_study
-from raystudy.study.setup import code_version
 from raystudy.terminal import log_path, watched
 from raystudy.tracking.retry import TrackingRejected, TrackingUnreachable
+from raystudy.version import code_version
 
 
 def run_watched(
