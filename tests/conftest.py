@@ -98,8 +98,9 @@ PROCESS_FIXTURES = frozenset({"ray_local", "postgres", "server", "cluster", "hea
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """`processes` on every test that starts Ray or a server through a fixture (beside the
     modules and tests marked by hand: the CLI in processes of its own). Their time goes to
-    Ray, MLflow and Optuna, which every dependency leg of `.ci/run` installs at the main leg's
-    versions; a leg whose versions of those are the main leg's leaves them out."""
+    Ray, MLflow and Optuna, whose versions the ranges let differ between CI's legs only when
+    one of them releases; a dependency leg of `.ci/run` whose Ray, MLflow, Optuna and torch
+    are the main leg's leaves them out, and runs them once one differs."""
     for item in items:
         if PROCESS_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.processes)

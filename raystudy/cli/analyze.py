@@ -43,11 +43,12 @@ def analyze(
     study, written to the study folder's analysis/ and logged to its parent MLflow run."""
     from raystudy.study.folder import StudyError, StudyInfo, study_path
 
-    # A study that is not there is said before the analysis stack loads (seconds).
-    try:
-        StudyInfo.read(study_path(output, study))
-    except StudyError as exc:
-        fail(exc)
+    # A study with no folder at all is said before the analysis stack loads (seconds).
+    if not study_path(output, study).is_dir():
+        try:
+            StudyInfo.read(study_path(output, study))
+        except StudyError as exc:
+            fail(exc)
     from raystudy.analysis.pipeline import AnalysisError, Settings, analyze_study
     from raystudy.analysis.summary import format_summary
     from raystudy.terminal.steps import StepLines

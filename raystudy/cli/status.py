@@ -14,11 +14,13 @@ def status(study: StudyArg, output: OutputOpt = STUDIES, json_: JsonOpt = False)
 
     from raystudy.study.folder import StudyError, StudyInfo, study_path
 
-    # A study that is not there is said before MLflow and Tune load (seconds).
-    try:
-        StudyInfo.read(study_path(output, study))
-    except StudyError as exc:
-        fail(exc)
+    # A study with no folder at all is said before MLflow and Tune load (seconds); a folder
+    # without study.json may be a study being started, which status names.
+    if not study_path(output, study).is_dir():
+        try:
+            StudyInfo.read(study_path(output, study))
+        except StudyError as exc:
+            fail(exc)
     from raystudy.study.status import status_data, status_report
 
     try:
