@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from fresh_imports import loaded_after
 from pydantic import ValidationError
 
 from raystudy.analysis.claims.registry import PAPERS, Claim, all_claims, claim, read_claims
@@ -168,13 +169,9 @@ def test_the_command_filters_by_paper_and_names_the_papers_it_knows() -> None:
 def test_the_claims_load_without_the_analysis_stack() -> None:
     """`raystudy claims` starts in about a second: reading the claims imports none of what the
     analysis draws and fits with, and the analysis' public names still resolve on first use."""
-    code = (
-        "import sys, raystudy.analysis.claims.registry as r; r.all_claims();"
-        "print(sorted(m for m in ('torch', 'matplotlib', 'mlflow', 'scipy', 'ray')"
-        " if m in sys.modules))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]", out.stdout
+    code = "import raystudy.analysis.claims.registry as r; r.all_claims()"
+    heavy = ("torch", "matplotlib", "mlflow", "scipy", "ray")
+    assert loaded_after(code, heavy) == []
     import raystudy.analysis as analysis
 
     for name in analysis.__all__:

@@ -17,10 +17,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
+from fresh_imports import loaded_after
 from mlflow.tracking import MlflowClient
 from tiny import tiny
 
-import raystudy as raystudy_package
 from raystudy.checks.listing import KINDS
 from raystudy.data import DATASETS
 from raystudy.models import ARCHITECTURES, OBJECTIVES
@@ -53,22 +53,18 @@ def test_version_names_the_package_and_its_commit() -> None:
     done = raystudy("--version")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("raystudy 0.1.0"), done.stdout
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["version"] == RELEASE
     head = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
     )
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    assert project["version"] == RELEASE == raystudy_package.__version__
     if head.returncode == 0:  # a checkout: the version names its commit
-        assert done.stdout.strip() == f"raystudy 0.1.0+{head.stdout.strip()}", done.stdout
+        assert done.stdout.strip() == f"raystudy {RELEASE}+{head.stdout.strip()}", done.stdout
     # It answers at once: what --version runs imports none of the study's stack (it took
     # 12-15 s on the 2-core machine when it did, 2026-12-07).
-    code = (
-        "import sys; from raystudy.cli import app; from raystudy.version import code_version;"
-        "code_version(); print(sorted(m for m in ('torch', 'mlflow', 'ray', 'sklearn', "
-        "'matplotlib', 'scipy') if m in sys.modules))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]", out.stdout
+    code = "from raystudy.cli import app; from raystudy.version import code_version; code_version()"
+    heavy = ("torch", "mlflow", "ray", "sklearn", "matplotlib", "scipy")
+    assert loaded_after(code, heavy) == []
 
 
 @pytest.mark.skipif(shutil.which("raystudy") is None, reason="needs the installed script")

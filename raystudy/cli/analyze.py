@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from raystudy.cli.exits import STORE, fail
+from raystudy.cli.exits import STORE, fail, refuse_missing_study
 from raystudy.cli.options import STUDIES, OutputOpt
 
 
@@ -41,16 +41,10 @@ def analyze(
 ) -> None:
     """Correlations with bootstrap CIs, model selection, figures and an HTML report of a
     study, written to the study folder's analysis/ and logged to its parent MLflow run."""
-    from raystudy.study.folder import StudyError, StudyInfo, study_path
-
-    # A study with no folder at all is said before the analysis stack loads (seconds).
-    if not study_path(output, study).is_dir():
-        try:
-            StudyInfo.read(study_path(output, study))
-        except StudyError as exc:
-            fail(exc)
+    refuse_missing_study(output, study)
     from raystudy.analysis.pipeline import AnalysisError, Settings, analyze_study
     from raystudy.analysis.summary import format_summary
+    from raystudy.study.folder import StudyError, study_path
     from raystudy.terminal.steps import StepLines
     from raystudy.tracking.retry import TrackingRejected, TrackingUnreachable
 

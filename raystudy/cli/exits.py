@@ -31,6 +31,20 @@ def exit_code(exc: BaseException) -> int:
     return int(getattr(exc, "exit_code", MISTAKE))
 
 
+def refuse_missing_study(output: Path, study: str) -> None:
+    """Exit as `fail` does when the study `study` under `output` has no folder at all, before
+    a command loads its stack (seconds); a folder without study.json is the command's to
+    judge (`status` names a study being started)."""
+    from raystudy.study.folder import StudyError, StudyInfo, study_path
+
+    folder = study_path(output, study)
+    if not folder.is_dir():
+        try:
+            StudyInfo.read(folder)  # says why it is no study, as every command does
+        except StudyError as exc:
+            fail(exc)
+
+
 def fail(problem: str | BaseException, code: int | None = None) -> NoReturn:
     """Say the problem on stderr in one line and exit: with `code`, else the error's own."""
     if code is None:

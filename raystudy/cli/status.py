@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from raystudy.cli.exits import fail, print_report
+from raystudy.cli.exits import fail, print_report, refuse_missing_study
 from raystudy.cli.options import STUDIES, JsonOpt, OutputOpt, StudyArg
 
 
@@ -12,15 +12,8 @@ def status(study: StudyArg, output: OutputOpt = STUDIES, json_: JsonOpt = False)
     """Trial counts by state (Tune's view) and MLflow runs by status."""
     import json
 
-    from raystudy.study.folder import StudyError, StudyInfo, study_path
-
-    # A study with no folder at all is said before MLflow and Tune load (seconds); a folder
-    # without study.json may be a study being started, which status names.
-    if not study_path(output, study).is_dir():
-        try:
-            StudyInfo.read(study_path(output, study))
-        except StudyError as exc:
-            fail(exc)
+    refuse_missing_study(output, study)
+    from raystudy.study.folder import StudyError, study_path
     from raystudy.study.status import status_data, status_report
 
     try:
